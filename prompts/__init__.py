@@ -1,0 +1,1 @@
+"""Jinja2 prompt templates of pytest-ragdive (installed as ``pytest_ragdive.prompts``)."""

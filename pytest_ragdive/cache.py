@@ -1,0 +1,133 @@
+"""Content-addressed cache of model responses, with record modes.
+
+One JSON file per request, named by the SHA-256 of the request's content (model,
+messages, response format and sampling parameters). Credentials are never part of
+the key nor of the file. Writes go to a temporary file that replaces the entry
+atomically, so several processes may record the same key at once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+RecordMode = Literal["none", "new", "all"]
+RECORD_MODES: tuple[RecordMode, ...] = ("none", "new", "all")
+
+#: Request fields that change a model's answer. Anything else (api_key, api_base,
+#: timeouts, headers, ...) stays out of the key and out of the file.
+KEY_FIELDS = (
+    "model",
+    "messages",
+    "response_format",
+    "temperature",
+    "seed",
+    "top_p",
+    "max_tokens",
+    "stop",
+    "tools",
+    "tool_choice",
+)
+FORMAT_VERSION = 1
+
+
+class CacheMiss(LookupError):
+    """Raised in record mode ``none`` when a request has no recorded response."""
+
+
+class CacheWarning(UserWarning):
+    pass
+
+
+def request_key(request: dict[str, Any]) -> str:
+    content = {k: request[k] for k in KEY_FIELDS if request.get(k) is not None}
+    blob = json.dumps(content, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def describe(request: dict[str, Any]) -> str:
+    """The model and the first line of the last user message, for error messages."""
+    prompt = ""
+    for message in reversed(request.get("messages", [])):
+        if message.get("role") == "user":
+            lines = str(message.get("content", "")).strip().splitlines()
+            prompt = lines[0][:120] if lines else ""
+            break
+    return f"model {request.get('model')!r}, prompt {prompt!r}"
+
+
+@dataclass
+class ResponseCache:
+    directory: Path
+    mode: RecordMode = "new"
+
+    def __post_init__(self) -> None:
+        if self.mode not in RECORD_MODES:
+            raise ValueError(
+                f"unknown record mode {self.mode!r}: use one of {', '.join(RECORD_MODES)}"
+            )
+        self.directory = Path(self.directory)
+
+    def path(self, key: str) -> Path:
+        return self.directory / key[:2] / f"{key}.json"
+
+    def load(self, request: dict[str, Any]) -> dict[str, Any] | None:
+        """The recorded response of ``request``, or None when it must be called."""
+        key = request_key(request)
+        if self.mode == "all":
+            return None
+        path = self.path(key)
+        entry = self._read(path)
+        if entry is not None:
+            return entry["response"]
+        if self.mode == "none":
+            raise CacheMiss(
+                f"no recorded response for {describe(request)} in {self.directory} "
+                f"(record mode 'none' replays only). Record it with --ragdive-record-mode=new."
+            )
+        return None
+
+    def store(self, request: dict[str, Any], response: dict[str, Any]) -> None:
+        key = request_key(request)
+        entry = {
+            "format": FORMAT_VERSION,
+            "key": key,
+            "request": {"summary": describe(request)},
+            "response": response,
+        }
+        path = self.path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{key[:8]}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(entry, f, indent=1, sort_keys=True, ensure_ascii=False)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    @staticmethod
+    def _read(path: Path) -> dict[str, Any] | None:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+        try:
+            entry = json.loads(text)
+            if not isinstance(entry, dict) or not isinstance(entry.get("response"), dict):
+                raise ValueError("not a cache entry")
+        except ValueError as exc:
+            warnings.warn(
+                f"ignoring corrupt ragdive cache entry {path} ({exc}); "
+                f"it is treated as a miss and rewritten",
+                CacheWarning,
+                stacklevel=2,
+            )
+            return None
+        return entry

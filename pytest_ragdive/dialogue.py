@@ -1,0 +1,244 @@
+"""One RAG-DIVE dialogue from start to scores: generate, validate, ask the RAG, evaluate."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from .cache import CacheMiss, RecordMode, ResponseCache
+from .evaluator import check_metrics, evaluate
+from .generator import generate_turn
+from .llm import Judges, LLMClient, ModelError, usage_scope
+from .models import Dialogue, Document, Message, RagAnswer, Rejection, Turn, Usage
+from .templates import role_description
+from .validator import validate_turn
+
+#: ``progress(document_id, turn, stage)`` is called as a dialogue advances; stage is
+#: one of "generate", "validate", "answer", "evaluate", "done".
+Progress = Callable[[str, int, str], None]
+
+
+@runtime_checkable
+class RagAdapter(Protocol):
+    """The RAG system under test.
+
+    ``answer`` may be ``def`` or ``async def``; a blocking one runs in a thread. It
+    receives the user's question as asked in the conversation and the visible history
+    (earlier questions and the system's answers). An optional ``start()`` (sync or
+    async) is called when a dialogue begins; if it returns an object, that object
+    answers the dialogue's questions, which lets a system that keeps history on its
+    side hold one session per concurrent dialogue.
+    """
+
+    def answer(self, question: str, history: list[Message]) -> RagAnswer: ...
+
+
+class DialogueError(Exception):
+    """The conversation could not be completed; the message names the turn and cause."""
+
+
+async def arun_dialogue(
+    document: Document,
+    adapter: RagAdapter,
+    *,
+    judges: Judges,
+    turns: int = 5,
+    role: str = "precise",
+    metrics: Sequence[str] | None = None,
+    max_regenerations: int = 3,
+    seed: int = 0,
+    client: LLMClient | None = None,
+    cache_dir: str | Path = ".ragdive/cache",
+    record_mode: RecordMode = "new",
+    adapter_timeout: float = 120.0,
+    dialogue_timeout: float | None = None,
+    progress: Progress | None = None,
+) -> Dialogue:
+    """Hold a ``turns``-turn conversation about ``document`` with ``adapter`` and score it.
+
+    Failures of this dialogue (the adapter raising or timing out, the validator
+    rejecting every attempt at a turn, a missing recording) end it with
+    ``dialogue.errors["dialogue"]`` set; they are not raised, so that other dialogues
+    running alongside go on. ``seed`` seeds the generator's sampling; a new seed gives
+    a new conversation, the same seed replays the cached one.
+    """
+    if turns < 1:
+        raise ValueError("turns must be at least 1")
+    if max_regenerations < 0:
+        raise ValueError("max_regenerations must be 0 or more")
+    role_description(role)  # unknown roles fail before any model call
+    chosen = check_metrics(metrics)
+    client = client or LLMClient(ResponseCache(Path(cache_dir), record_mode))
+    dialogue = Dialogue(document_id=document.id, role=role)
+    report = progress or (lambda doc, turn, stage: None)
+    with usage_scope(dialogue.usage):
+        try:
+            await asyncio.wait_for(
+                _converse(dialogue, document, adapter, judges, client, turns, max_regenerations,
+                          seed, adapter_timeout, report, chosen),
+                dialogue_timeout,
+            )
+        except asyncio.TimeoutError:
+            dialogue.errors["dialogue"] = (
+                f"the dialogue did not finish within {dialogue_timeout:g} s "
+                f"(stopped after {len(dialogue.turns)} turns); raise the dialogue timeout "
+                f"or look for a slow model or adapter"
+            )
+        except (DialogueError, CacheMiss, ModelError) as exc:
+            dialogue.errors["dialogue"] = str(exc)
+    report(document.id, len(dialogue.turns), "done")
+    return dialogue
+
+
+async def _converse(
+    dialogue: Dialogue,
+    document: Document,
+    adapter: RagAdapter,
+    judges: Judges,
+    client: LLMClient,
+    turns: int,
+    max_regenerations: int,
+    seed: int,
+    adapter_timeout: float,
+    report: Progress,
+    metrics: Sequence[str],
+) -> None:
+    models = judges.models
+    session = await _start(adapter)
+    history: list[Message] = []
+    for index in range(1, turns + 1):
+        rejections: list[Rejection] = []
+        feedback = ""
+        for attempt in range(max_regenerations + 1):
+            report(document.id, index, "generate")
+            candidate = await generate_turn(
+                client, models["generator"], document=document, role=dialogue.role,
+                history=dialogue.turns, feedback=feedback,
+                temperature=judges.generator_temperature, seed=seed + attempt,
+            )
+            report(document.id, index, "validate")
+            verdict = await validate_turn(
+                client, models["validator"], document=document, history=dialogue.turns,
+                candidate=candidate,
+            )
+            if verdict.valid:
+                break
+            rejections.append(Rejection(turn=candidate, verdict=verdict))
+            feedback = verdict.feedback or ", ".join(verdict.categories) or "invalid turn"
+        else:
+            raise DialogueError(
+                f"turn {index}: the validator rejected all {max_regenerations + 1} attempts "
+                f"(max_regenerations={max_regenerations}); last feedback: {feedback}"
+            )
+        report(document.id, index, "answer")
+        answer = await _ask(session, candidate.rag_input, history, index, adapter_timeout)
+        dialogue.turns.append(
+            Turn(index=index, generated=candidate, answer=answer, rejections=rejections)
+        )
+        history += [
+            Message(role="user", content=candidate.rag_input),
+            Message(role="assistant", content=answer.answer),
+        ]
+    report(document.id, turns, "evaluate")
+    await evaluate(dialogue, client, models["evaluator"], metrics)
+
+
+async def _start(adapter: RagAdapter) -> RagAdapter:
+    start = getattr(adapter, "start", None)
+    if start is None:
+        return adapter
+    session = start()
+    if inspect.isawaitable(session):
+        session = await session
+    return adapter if session is None else session
+
+
+async def _ask(
+    adapter: RagAdapter, question: str, history: list[Message], index: int, timeout: float
+) -> RagAnswer:
+    where = f"turn {index}: the RAG adapter"
+    # the adapter's own model calls (if any) are the system under test, not judge usage
+    with usage_scope(Usage()):
+        try:
+            if inspect.iscoroutinefunction(adapter.answer):
+                call = adapter.answer(question, list(history))
+            else:
+                call = _in_daemon_thread(adapter.answer, question, list(history))
+            result = await asyncio.wait_for(call, timeout)
+        except asyncio.TimeoutError:
+            raise DialogueError(
+                f"{where} did not answer {question!r} within {timeout:g} s "
+                f"(raise ragdive_adapter_timeout if it is just slow)"
+            ) from None
+        except Exception as exc:
+            raise DialogueError(
+                f"{where} raised {type(exc).__name__}: {exc} (question {question!r})"
+            ) from exc
+    if isinstance(result, RagAnswer):
+        return result
+    try:
+        return RagAnswer.model_validate(result)
+    except ValueError:
+        raise DialogueError(
+            f"{where} returned {type(result).__name__} for {question!r}; "
+            f"return pytest_ragdive.RagAnswer(answer=..., contexts=[...])"
+        ) from None
+
+
+async def _in_daemon_thread(fn: Callable[..., Any], *args: Any) -> Any:
+    """Run blocking ``fn`` in a daemon thread. Unlike the default executor, a call that
+    hangs for ever cannot keep the process from exiting after its timeout."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+
+    def settle(result: Any, error: BaseException | None) -> None:
+        if future.done():
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result)
+
+    def run() -> None:
+        try:
+            outcome: tuple[Any, BaseException | None] = (fn(*args), None)
+        except BaseException as exc:  # handed over to the awaiting coroutine
+            outcome = (None, exc)
+        try:
+            loop.call_soon_threadsafe(settle, *outcome)
+        except RuntimeError:  # the loop closed while the call hung
+            pass
+
+    threading.Thread(target=run, name="ragdive-adapter", daemon=True).start()
+    return await future
+
+
+async def arun_dialogues(
+    documents: Sequence[Document],
+    adapter: RagAdapter,
+    *,
+    judges: Judges,
+    concurrency: int = 8,
+    client: LLMClient | None = None,
+    cache_dir: str | Path = ".ragdive/cache",
+    record_mode: RecordMode = "new",
+    **options: Any,
+) -> list[Dialogue]:
+    """One dialogue per document, all running at once under one limit of
+    ``concurrency`` model calls in flight. Options are those of :func:`arun_dialogue`."""
+    client = client or LLMClient(ResponseCache(Path(cache_dir), record_mode), concurrency=concurrency)
+    return list(
+        await asyncio.gather(
+            *(arun_dialogue(doc, adapter, judges=judges, client=client, **options)
+              for doc in documents)
+        )
+    )
+
+
+def run_dialogue(document: Document, adapter: RagAdapter, **options: Any) -> Dialogue:
+    """The blocking twin of :func:`arun_dialogue`."""
+    return asyncio.run(arun_dialogue(document, adapter, **options))

@@ -1,0 +1,69 @@
+"""Loading source documents from files."""
+
+from __future__ import annotations
+
+import glob
+import json
+import re
+from collections.abc import Iterable
+from pathlib import Path
+
+from .models import Document
+
+SUFFIXES = (".md", ".txt", ".jsonl")
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def safe_id(text: str) -> str:
+    """A document id usable as a pytest parametrize id and a file name."""
+    cleaned = _UNSAFE.sub("-", text).strip("-.")
+    if not cleaned:
+        raise ValueError(f"document id {text!r} has no letters or digits")
+    return cleaned
+
+
+def load_documents(source: str | Path, *, root: Path | None = None) -> list[Document]:
+    """Documents from a file, folder or glob of ``.md``/``.txt`` files (one document each,
+    id = file stem) or ``.jsonl`` files (one per line: ``id``, ``text``, optional
+    ``metadata``). Relative paths are taken from ``root`` (default: the current folder).
+    Sorted by id; duplicate ids are an error.
+    """
+    base = Path(root) if root is not None else Path.cwd()
+    pattern = Path(source) if Path(source).is_absolute() else base / source
+    if pattern.is_dir():
+        paths = [p for p in pattern.rglob("*") if p.suffix in SUFFIXES]
+    else:
+        paths = [Path(p) for p in glob.glob(str(pattern), recursive=True)]
+    paths = sorted(p for p in paths if p.is_file())
+    if not paths:
+        raise FileNotFoundError(f"no documents match {str(source)!r} (looked in {base})")
+    return check_unique(doc for path in paths for doc in _read(path))
+
+
+def check_unique(documents: Iterable[Document]) -> list[Document]:
+    """``documents`` sorted by id, refusing duplicate or unsafe ids."""
+    seen: dict[str, Document] = {}
+    for doc in documents:
+        if safe_id(doc.id) != doc.id:
+            raise ValueError(f"document id {doc.id!r} is not file-name safe; try {safe_id(doc.id)!r}")
+        if doc.id in seen:
+            raise ValueError(f"two documents have the id {doc.id!r}; ids must be unique")
+        seen[doc.id] = doc
+    return [seen[k] for k in sorted(seen)]
+
+
+def _read(path: Path) -> list[Document]:
+    if path.suffix == ".jsonl":
+        docs = []
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                docs.append(Document.model_validate(json.loads(line)))
+            except ValueError as exc:
+                raise ValueError(f"{path}:{number}: not a document ({exc})") from None
+        return docs
+    if path.suffix in (".md", ".txt"):
+        return [Document(id=safe_id(path.stem), text=path.read_text(encoding="utf-8"),
+                         metadata={"source": path.name})]
+    raise ValueError(f"{path}: unsupported document type; use one of {', '.join(SUFFIXES)}")

@@ -1,0 +1,176 @@
+"""Stage 3, the Conversation Evaluator: per-turn and multi-turn scores in [0, 1].
+
+``correctness``, ``forgetfulness`` and ``context_retention`` are binary judgements
+with this project's prompts (the paper's adapted Aspect Critic); ``faithfulness``,
+``context_precision`` and ``context_recall`` are ragas 0.4.3 metrics whose model
+calls go through the same :class:`~pytest_ragdive.llm.LLMClient` and cache.
+A dialogue's score is the mean over the turns that could be scored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from .cache import CacheMiss
+from .generator import history_view
+from .llm import LLMClient, Model, ModelError, ReplyError, import_litellm
+from .models import METRICS, MULTI_TURN_METRICS, Dialogue, Judgement, Turn
+from .templates import render
+
+RAGAS_METRICS = ("faithfulness", "context_precision", "context_recall")
+
+
+class Ruling(BaseModel):
+    """A binary judgement; the reason comes first so that the verdict follows from it."""
+
+    reason: str
+    verdict: Literal[0, 1]
+
+
+def check_metrics(metrics: Sequence[str] | None) -> tuple[str, ...]:
+    if metrics is None:
+        return tuple(METRICS)
+    unknown = [m for m in metrics if m not in METRICS]
+    if unknown or not metrics:
+        raise ValueError(
+            f"unknown metric(s) {', '.join(map(repr, unknown)) or '(none given)'}: "
+            f"choose from {', '.join(METRICS)}"
+        )
+    return tuple(m for m in METRICS if m in metrics)
+
+
+async def evaluate(
+    dialogue: Dialogue, client: LLMClient, model: Model, metrics: Sequence[str]
+) -> None:
+    """Score every turn of ``dialogue`` for ``metrics`` concurrently; fill its scores.
+
+    A turn that cannot be scored keeps a judgement with no score and the reason; a
+    metric no turn could be scored for goes into ``dialogue.errors``. A missing
+    recording (record mode ``none``) or a failing provider is not a scoring problem
+    and propagates.
+    """
+    ragas = _RagasMetrics(client, model) if set(metrics) & set(RAGAS_METRICS) else None
+    jobs: list[tuple[Turn, str, Callable[[], Awaitable[Judgement]]]] = []
+    for turn in dialogue.turns:
+        earlier = dialogue.turns[: turn.index - 1]
+        for metric in metrics:
+            if metric in MULTI_TURN_METRICS:
+                if earlier:
+                    jobs.append((turn, metric, _judge_job(client, model, metric, turn, earlier)))
+            elif metric == "correctness":
+                jobs.append((turn, metric, _judge_job(client, model, metric, turn, earlier)))
+            else:
+                assert ragas is not None
+                jobs.append((turn, metric, ragas.job(metric, turn)))
+    results = await asyncio.gather(*(_scored(job) for _, _, job in jobs), return_exceptions=True)
+    for (turn, metric, _), result in zip(jobs, results):
+        if isinstance(result, BaseException):
+            raise result
+        turn.judgements[metric] = result
+    for metric in metrics:
+        judged = [t.judgements[metric] for t in dialogue.turns if metric in t.judgements]
+        values = [j.score for j in judged if j.score is not None]
+        if values:
+            dialogue.scores[metric] = sum(values) / len(values)
+        elif judged:
+            dialogue.errors[metric] = "no turn could be scored: " + "; ".join(
+                f"turn {t.index}: {t.judgements[metric].reason}"
+                for t in dialogue.turns
+                if metric in t.judgements
+            )
+        else:
+            dialogue.errors[metric] = "needs at least two turns"
+
+
+async def _scored(job: Callable[[], Awaitable[Judgement]]) -> Judgement:
+    try:
+        return await job()
+    except ReplyError as exc:
+        return Judgement(reason=f"not scored: {exc}")
+    except Exception as exc:  # ragas and instructor raise many kinds for a bad reply
+        cause = _hard_cause(exc)
+        if cause is not None:
+            raise cause from None
+        return Judgement(reason=f"not scored: {type(exc).__name__}: {str(exc)[:300]}")
+
+
+def _hard_cause(exc: BaseException | None) -> BaseException | None:
+    """A missing recording or a failing provider, even when a library wrapped it."""
+    seen = 0
+    while exc is not None and seen < 10:
+        if isinstance(exc, (CacheMiss, ModelError)) and not isinstance(exc, ReplyError):
+            return exc
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return None
+
+
+def _judge_job(
+    client: LLMClient, model: Model, metric: str, turn: Turn, earlier: list[Turn]
+) -> Callable[[], Awaitable[Judgement]]:
+    if metric == "correctness":
+        context: dict[str, Any] = {
+            "question": turn.generated.standalone_question,
+            "ground_truth": turn.generated.ground_truth,
+        }
+    else:
+        context = {"history": history_view(earlier), "question": turn.generated.rag_input}
+    prompt = render(metric, answer=turn.answer.answer, **context)
+
+    async def job() -> Judgement:
+        ruling = await client.structured(model, [{"role": "user", "content": prompt}], Ruling)
+        return Judgement(score=float(ruling.verdict), reason=ruling.reason)
+
+    return job
+
+
+class _RagasMetrics:
+    """ragas' metric objects over an LLM whose calls go through our client."""
+
+    def __init__(self, client: LLMClient, model: Model) -> None:
+        import_litellm()
+        import instructor
+        from ragas.llms import llm_factory
+        from ragas.metrics.collections import ContextPrecision, ContextRecall, Faithfulness
+
+        async def acompletion(**kwargs: Any) -> Any:
+            return await client.acompletion(**{**model.params, **kwargs})
+
+        llm = llm_factory(
+            model.name,
+            provider="litellm",
+            adapter="litellm",
+            client=instructor.from_litellm(acompletion, mode=instructor.Mode.JSON),
+            temperature=0.0,
+            seed=0,
+        )
+        self.metrics = {
+            "faithfulness": Faithfulness(llm=llm),
+            "context_precision": ContextPrecision(llm=llm),
+            "context_recall": ContextRecall(llm=llm),
+        }
+
+    def job(self, metric: str, turn: Turn) -> Callable[[], Awaitable[Judgement]]:
+        question = turn.generated.standalone_question
+        contexts = turn.answer.contexts
+        if metric == "faithfulness":
+            kwargs: dict[str, Any] = {"user_input": question, "response": turn.answer.answer,
+                                      "retrieved_contexts": contexts}
+        else:
+            kwargs = {"user_input": question, "reference": turn.generated.ground_truth,
+                      "retrieved_contexts": contexts}
+
+        async def job() -> Judgement:
+            if not contexts:
+                return Judgement(reason="not scored: the RAG returned no contexts")
+            result = await self.metrics[metric].ascore(**kwargs)
+            value = result.value
+            if value is None or not math.isfinite(float(value)):
+                return Judgement(reason=f"not scored: ragas found nothing to judge ({metric})")
+            return Judgement(score=min(1.0, max(0.0, float(value))), reason=result.reason or "")
+
+        return job

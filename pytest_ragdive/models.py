@@ -1,0 +1,130 @@
+"""The data model of a RAG-DIVE dialogue. Every object round-trips through JSON."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+QuestionType = Literal["initial", "follow_up", "clarification", "correction", "comparative"]
+
+#: The validator's rejection classes (RAG-DIVE paper, section 5.2).
+RejectionCategory = Literal[
+    "rag_input_not_connected",
+    "not_standalone",
+    "question_not_consistent",
+    "ground_truth",
+    "type",
+    "document_mentioned",
+]
+
+#: Metric name -> True when higher is better. Forgetfulness is the one where 0 is best.
+METRICS: dict[str, bool] = {
+    "correctness": True,
+    "faithfulness": True,
+    "context_precision": True,
+    "context_recall": True,
+    "forgetfulness": False,
+    "context_retention": True,
+}
+MULTI_TURN_METRICS = ("forgetfulness", "context_retention")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Document(_Model):
+    """A source document the generator writes a conversation about."""
+
+    id: str
+    text: str
+    metadata: dict[str, object] = Field(default_factory=dict)
+
+
+class Message(_Model):
+    role: Literal["user", "assistant"]
+    content: str
+
+
+class RagAnswer(_Model):
+    """What the RAG system under test returns for one question."""
+
+    answer: str
+    contexts: list[str] = Field(default_factory=list)
+
+
+class GeneratedTurn(_Model):
+    """One turn as the conversation generator wrote it."""
+
+    rag_input: str = Field(description="The question sent to the RAG system.")
+    standalone_question: str = Field(description="The same question, self-contained.")
+    ground_truth: str = Field(description="The correct answer, supported only by the document.")
+    question_type: QuestionType
+
+
+class Verdict(_Model):
+    """The validator's judgement of a generated turn."""
+
+    valid: bool
+    categories: list[RejectionCategory] = Field(default_factory=list)
+    feedback: str = ""
+
+
+class Rejection(_Model):
+    """A generated turn the validator refused, kept for reports."""
+
+    turn: GeneratedTurn
+    verdict: Verdict
+
+
+class Judgement(_Model):
+    """One judge's score of one turn for one metric, with its reason.
+
+    ``score`` is None when the turn could not be scored; ``reason`` then says why.
+    """
+
+    score: float | None = Field(default=None, ge=0.0, le=1.0)
+    reason: str = ""
+
+
+class Turn(_Model):
+    index: int = Field(description="1-based turn number.")
+    generated: GeneratedTurn
+    answer: RagAnswer
+    rejections: list[Rejection] = Field(default_factory=list)
+    judgements: dict[str, Judgement] = Field(default_factory=dict)
+
+
+class Usage(_Model):
+    """Model calls made for one dialogue. Cache hits cost nothing and count separately."""
+
+    calls: int = 0
+    cache_hits: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float = 0.0
+
+    def add(self, other: Usage) -> None:
+        for name in type(self).model_fields:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+
+class Dialogue(_Model):
+    """A finished, evaluated conversation about one document.
+
+    ``errors`` maps what failed to why: ``"dialogue"`` when the conversation itself
+    could not be completed, or a metric name when that metric could not be computed.
+    A metric with an error has no entry in ``scores``.
+    """
+
+    document_id: str
+    role: str
+    turns: list[Turn] = Field(default_factory=list)
+    scores: dict[str, float] = Field(default_factory=dict)
+    errors: dict[str, str] = Field(default_factory=dict)
+    usage: Usage = Field(default_factory=Usage)
+
+    @property
+    def rejection_count(self) -> int:
+        return sum(len(t.rejections) for t in self.turns)
