@@ -15,6 +15,7 @@ import json
 import os
 import random
 import re
+import warnings
 import weakref
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -87,7 +88,10 @@ def import_litellm() -> Any:
     """Import litellm with offline defaults a user may override in the environment."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     os.environ.setdefault("RAGAS_DO_NOT_TRACK", "true")
-    import litellm
+    with warnings.catch_warnings():
+        # litellm's own pydantic models warn at import; they are not the user's concern
+        warnings.simplefilter("ignore")
+        import litellm
 
     litellm.suppress_debug_info = True
     return litellm

@@ -60,10 +60,15 @@ def _generic(schema: str) -> Responder:
     return lambda messages: replies[schema]
 
 
-def scripted(responders: Mapping[str, Responder] | None = None) -> str:
-    """Register a script and return the model name that plays it."""
+def scripted(responders: Mapping[str, Responder] | None = None, *, name: str | None = None) -> str:
+    """Register a script and return the model name that plays it: ``fake/<name>``.
+
+    Give a ``name`` when the model name must be stable across processes or runs (it is
+    part of cache keys and of baselines); a new script under the same name replaces
+    the old one.
+    """
     _install()
-    name = f"{PROVIDER}/{next(_ids)}"
+    name = f"{PROVIDER}/{name or next(_ids)}"
     _scripts[name] = dict(responders or {})
     _calls[name] = []
     return name

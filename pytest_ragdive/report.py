@@ -1,0 +1,58 @@
+"""The terminal summary of a ragdive session."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .session import RagdiveSession
+
+
+def write_summary(session: RagdiveSession, reporter: Any) -> None:
+    reporter.write_sep("=", "ragdive summary")
+    for row in session.aggregates:
+        reporter.write_line(f"{row['function']}  ({row['documents']} documents): {row['status']}")
+        for metric, value in row["means"].items():
+            low_high = row["band"].get(metric)
+            band = f"[{low_high[0]:.3f}, {low_high[1]:.3f}]" if low_high else "-"
+            mark = ""
+            for name, worse in row.get("deviations", []):
+                if name == metric:
+                    mark = "  << worse" if worse else "  >> better"
+            reporter.write_line(f"    {metric:<18} mean {value:.3f}   band {band}{mark}")
+        if row["note"]:
+            reporter.write_line(f"    {row['note']}")
+    results = list(session.results.values())
+    if results:
+        usage: dict[str, float] = {}
+        for r in results:
+            for key, value in r["usage"].items():
+                usage[key] = usage.get(key, 0) + value
+        dialogues = sum(r["dialogues"] for r in results)
+        turns = sum(r["turns"] for r in results)
+        rejections = sum(r["rejections"] for r in results)
+        generated = turns + rejections
+        rate = rejections / generated if generated else 0.0
+        reporter.write_line(
+            f"dialogues {dialogues}, turns {turns}, validator rejections {rejections} "
+            f"({rate:.0%}), model calls {int(usage.get('calls', 0))}, "
+            f"cache hits {int(usage.get('cache_hits', 0))}, tokens "
+            f"{int(usage.get('prompt_tokens', 0))} in / {int(usage.get('completion_tokens', 0))} "
+            f"out, cost ${usage.get('cost', 0.0):.4f}"
+        )
+    improved = sorted(n for n, r in session.results.items() if r["status"] == "improved")
+    if improved:
+        reporter.write_line(
+            f"{len(improved)} item(s) scored better than their band; if the change is "
+            f"intended, accept it with --ragdive-update:"
+        )
+        for nodeid in improved:
+            reporter.write_line(f"    {nodeid}")
+    if session.unused:
+        verb = "removed" if session.update else "unused (run --ragdive-update to remove)"
+        reporter.write_line(f"{len(session.unused)} baseline file(s) {verb}:")
+        for path in session.unused:
+            reporter.write_line(f"    {path}")
+    if any(row["status"] == "regressed" for row in session.aggregates):
+        reporter.write_line("FAILED: a test's mean over its documents left its aggregate band",
+                            red=True, bold=True)

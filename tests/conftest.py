@@ -1,0 +1,70 @@
+import pytest
+
+from pytest_ragdive.llm import import_litellm
+
+# pytester's in-process runs forget modules first imported during a run; importing
+# litellm (about 4 s) here once keeps every run from paying for it again.
+import_litellm()
+
+# A project under test: a scripted judge (the fake provider), a tiny RAG bot whose
+# behaviour the BOT_MODE environment variable switches, and two documents.
+PROJECT_CONFTEST = '''
+import os
+import pytest
+import pytest_ragdive as ragdive
+from pytest_ragdive.testing import scripted
+
+def ruling(messages):
+    prompt = messages[-1]["content"]
+    if prompt.startswith("Judge whether an assistant forgot"):
+        return {"reason": "lost the thread" if "(no memory)" in prompt else "kept it",
+                "verdict": int("(no memory)" in prompt)}
+    if prompt.startswith("Judge whether an assistant kept"):
+        return {"reason": "see answer", "verdict": int("(no memory)" not in prompt)}
+    return {"reason": "matches the reference", "verdict": 1}
+
+JUDGE = scripted({"Ruling": ruling}, name="judge")
+
+class Bot:
+    def answer(self, question, history):
+        mode = os.environ.get("BOT_MODE", "good")
+        if mode == "raise":
+            raise RuntimeError("index offline")
+        if not history:
+            memory = "(fresh start)"
+        elif mode == "forgetful":
+            memory = "(no memory)"
+        else:
+            memory = f"(recalls {len(history)})"
+        return ragdive.RagAnswer(answer=f"{question} -> fact {memory}", contexts=["a fact"])
+
+@pytest.fixture(scope="session")
+def ragdive_adapter():
+    return Bot()
+
+@pytest.fixture(scope="session")
+def ragdive_judges():
+    return ragdive.Judges(JUDGE)
+
+ragdive_document = ragdive.document_fixture([
+    ragdive.Document(id="alpha", text="Alpha is a tower built in 1901."),
+    ragdive.Document(id="beta", text="Beta is a bridge opened in 1950."),
+])
+'''
+
+PROJECT_TEST = '''
+import pytest_ragdive as ragdive
+
+@ragdive.conversation(turns=2, runs=2)
+def test_bot(ragdive_dialogue):
+    assert ragdive_dialogue.turns
+'''
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    monkeypatch.setenv("BOT_MODE", "good")
+    pytester.makeconftest(PROJECT_CONFTEST)
+    pytester.makepyfile(test_bot=PROJECT_TEST)
+    pytester.makeini("[pytest]\naddopts = -p no:langsmith_plugin -p no:cacheprovider\n")
+    return pytester

@@ -1,0 +1,32 @@
+import pytest
+
+MODES = {"plain": [], "n0": ["-n", "0"], "n2": ["-n", "2"]}
+
+
+@pytest.fixture(params=sorted(MODES))
+def xdist(request: pytest.FixtureRequest) -> list[str]:
+    return MODES[request.param]
+
+
+def test_full_cycle(project, xdist, monkeypatch):
+    run = lambda *args: project.runpytest("-m", "ragdive", *xdist, *args)
+
+    missing = run()
+    missing.assert_outcomes(failed=2)
+    missing.stdout.fnmatch_lines(["*no baseline band at*", "*pytest 'test_bot.py::test_bot' --ragdive-update*"])
+
+    recorded = run("--ragdive-update")
+    recorded.assert_outcomes(passed=2)
+    folder = project.path / "__ragdive__" / "test_bot"
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "test_bot.aggregate.json", "test_bot[alpha].json", "test_bot[beta].json"]
+
+    run().assert_outcomes(passed=2)
+
+    monkeypatch.setenv("BOT_MODE", "forgetful")
+    regressed = run()
+    regressed.assert_outcomes(failed=2)
+    out = regressed.stdout.str()
+    assert "forgetfulness = 1.000, band [0.000, 0.000] (worse)" in out
+    assert "turn 2 ('And what else about it?'): lost the thread" in out
+    assert regressed.ret == 1
