@@ -44,6 +44,7 @@ __all__ = [
     "PROVIDER",
     "EmbeddedModelError",
     "is_installed",
+    "llama_schema",
     "load",
     "model_path",
     "register",
@@ -318,6 +319,52 @@ def _forced_tool(optional_params: Mapping[str, Any]) -> dict[str, Any] | None:
     )
 
 
+_ANNOTATIONS = frozenset(
+    {"title", "description", "default", "examples", "deprecated", "readOnly", "writeOnly", "$comment"}
+)
+_ANY_JSON = {"type": ["string", "number", "boolean", "null", "object", "array"]}
+_SUBSCHEMA = ("items", "additionalProperties", "not", "contains", "if", "then", "else")
+_SUBSCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems", "items")
+_SUBSCHEMA_MAPS = ("properties", "$defs", "definitions", "patternProperties")
+
+
+def llama_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """Rewrite a JSON schema (as pydantic writes them) into what llama.cpp's converter accepts.
+
+    Two gaps of llama-cpp-python 0.3.36's ``json_schema_to_gbnf``: a root that is itself a
+    ``$ref`` (pydantic does this for recursive models) leaves the refs inside ``$defs``
+    unresolved (KeyError), and a schema with only annotations (pydantic's ``Any``) is rejected.
+    The root ref is hoisted and such schemas become "any JSON value". ``$defs``/``$ref`` are
+    otherwise supported and kept, so recursive models still work.
+    """
+    root = dict(schema)
+    ref = root.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/"):
+        target: Any = root
+        for key in ref[2:].split("/"):
+            target = target[key]
+        root = {**target, **{k: v for k, v in root.items() if k != "$ref"}}
+    return _fill_any(root)
+
+
+def _fill_any(node: Any) -> Any:
+    if not isinstance(node, Mapping):
+        return node
+    if not node.keys() - _ANNOTATIONS:
+        return dict(_ANY_JSON)
+    out = dict(node)
+    for key in _SUBSCHEMA:
+        if isinstance(out.get(key), Mapping):
+            out[key] = _fill_any(out[key])
+    for key in _SUBSCHEMA_LISTS:
+        if isinstance(out.get(key), list):
+            out[key] = [_fill_any(item) for item in out[key]]
+    for key in _SUBSCHEMA_MAPS:
+        if isinstance(out.get(key), Mapping):
+            out[key] = {name: _fill_any(sub) for name, sub in out[key].items()}
+    return out
+
+
 @functools.lru_cache(maxsize=128)
 def _grammar(schema_json: str) -> Any:
     from llama_cpp import LlamaGrammar
@@ -336,8 +383,9 @@ def _grammar_for(response_format: Mapping[str, Any] | None) -> Any:
         return None
     # llama_cpp would silently fall back to free JSON if the schema converter fails; building the
     # grammar here turns that into an error instead.
-    schema = response_format.get("schema") or {"type": "object"}
-    return _grammar(json.dumps(schema, sort_keys=True))
+    schema = llama_schema(response_format.get("schema") or {"type": "object"})
+    # no sort_keys: the grammar emits properties in schema order, which callers choose on purpose
+    return _grammar(json.dumps(schema))
 
 
 # ------------------------------------------------------------------------------------ runtime
@@ -348,12 +396,16 @@ _executor: concurrent.futures.ThreadPoolExecutor | None = None
 
 
 def _threads() -> int:
+    """``$RAGDIVE_EMBEDDED_THREADS``, else the usable cores shared among pytest-xdist workers."""
     if env := os.environ.get("RAGDIVE_EMBEDDED_THREADS"):
         return max(1, int(env))
     try:
-        return max(1, len(os.sched_getaffinity(0)))
+        cores = len(os.sched_getaffinity(0))
     except AttributeError:
-        return max(1, os.cpu_count() or 1)
+        cores = os.cpu_count() or 1
+    # llama.cpp threads spin while waiting; workers that oversubscribe the cores slow down sharply
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
+    return max(1, cores // max(1, workers))
 
 
 def _load_locked() -> Any:
@@ -392,6 +444,10 @@ def _close() -> None:
 def _generate(messages: list[dict[str, Any]], **kwargs: Any) -> dict[str, Any]:
     with _lock:
         llama = _load_locked()
+        # Evaluate every prompt from scratch: llama.cpp's prefix reuse re-evaluates only the new
+        # suffix, and logits computed in a different batch shape differ in the last bits, so the
+        # same request could decode differently depending on the call before it.
+        llama.reset()
         try:
             return llama.create_chat_completion(messages=messages, **kwargs)
         except ValueError as exc:
@@ -482,6 +538,17 @@ def _complete(model: str, messages: list, optional_params: Mapping[str, Any] | N
     return response
 
 
+def _call(model: str, messages: list, optional_params: dict | None, kwargs: dict) -> Any:
+    import litellm
+
+    try:
+        return _complete(model, messages, optional_params, kwargs.get("model_response"))
+    except EmbeddedModelError as exc:
+        # litellm reports any other exception from a custom handler as APIConnectionError, which
+        # callers treat as transient and retry; a bad request or missing model is not transient.
+        raise litellm.BadRequestError(message=str(exc), model=MODEL, llm_provider=PROVIDER) from exc
+
+
 @functools.lru_cache(maxsize=1)
 def _handler() -> Any:
     """The one handler instance (its class subclasses ``litellm.CustomLLM``, defined lazily)."""
@@ -495,17 +562,22 @@ def _handler() -> Any:
         def completion(  # type: ignore[override]
             self, model: str, messages: list, optional_params: dict | None = None, **kwargs: Any
         ) -> Any:
-            return _complete(model, messages, optional_params, kwargs.get("model_response"))
+            return _call(model, messages, optional_params, kwargs)
 
         async def acompletion(  # type: ignore[override]
             self, model: str, messages: list, optional_params: dict | None = None, **kwargs: Any
         ) -> Any:
             import asyncio
 
-            call = functools.partial(
-                _complete, model, messages, optional_params, kwargs.get("model_response")
-            )
+            call = functools.partial(_call, model, messages, optional_params, kwargs)
             return await asyncio.get_running_loop().run_in_executor(_submit(), call)
+
+        def streaming(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+            raise litellm.BadRequestError(
+                message=f"{MODEL} does not stream", model=MODEL, llm_provider=PROVIDER
+            )
+
+        astreaming = streaming  # type: ignore[assignment]
 
     return EmbeddedLLM()
 
@@ -533,6 +605,9 @@ def register() -> None:
                     "max_tokens": N_CTX,
                     "input_cost_per_token": 0.0,
                     "output_cost_per_token": 0.0,
+                    # without these two litellm logs a warning on registration
+                    "cache_creation_input_token_cost": 0.0,
+                    "cache_read_input_token_cost": 0.0,
                     "supports_response_schema": True,
                 }
             }

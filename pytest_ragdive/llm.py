@@ -92,7 +92,8 @@ def import_litellm() -> Any:
         # litellm's own pydantic models warn at import; they are not the user's concern
         warnings.simplefilter("ignore")
         import litellm
-
+    # litellm builds some pydantic models lazily, each warning about its own typing
+    warnings.filterwarnings("ignore", message=".*`ReadOnly` qualifier", category=UserWarning)
     litellm.suppress_debug_info = True
     return litellm
 

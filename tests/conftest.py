@@ -1,10 +1,7 @@
 import pytest
 
-from pytest_ragdive.llm import import_litellm
-
-# pytester's in-process runs forget modules first imported during a run; importing
-# litellm (about 4 s) here once keeps every run from paying for it again.
-import_litellm()
+# Projects under test run with runpytest_subprocess, as users run them: litellm, ragas
+# and instructor keep module-level state that pytester's in-process runs would reset.
 
 # A project under test: a scripted judge (the fake provider), a tiny RAG bot whose
 # behaviour the BOT_MODE environment variable switches, and two documents.

@@ -9,7 +9,7 @@ def xdist(request: pytest.FixtureRequest) -> list[str]:
 
 
 def test_full_cycle(project, xdist, monkeypatch):
-    run = lambda *args: project.runpytest("-m", "ragdive", *xdist, *args)
+    run = lambda *args: project.runpytest_subprocess("-m", "ragdive", *xdist, *args)
 
     missing = run()
     missing.assert_outcomes(failed=2)
