@@ -165,13 +165,13 @@ class RagBot:
     def prompt(
         self, question: str, history: list[Message], chunks: list[Chunk]
     ) -> list[dict[str, str]]:
-        """The chat messages sent to the model."""
+        """The chat messages sent to the model: instructions and context paragraphs in the
+        system message, then the visible history, then the bare question. Keeping the
+        question right after the previous answer helps a small model resolve "it"/"that"."""
         context = "\n\n".join(f"[{n}] {c.passage}" for n, c in enumerate(chunks, 1))
-        messages = [{"role": "system", "content": SYSTEM_PROMPT}]
+        messages = [{"role": "system", "content": f"{SYSTEM_PROMPT}\n\nContext:\n{context}"}]
         messages += [{"role": m.role, "content": m.content} for m in history]
-        messages.append(
-            {"role": "user", "content": f"Context:\n{context}\n\nQuestion: {question}"}
-        )
+        messages.append({"role": "user", "content": question})
         return messages
 
     async def answer(self, question: str, history: list[Message]) -> RagAnswer:

@@ -102,6 +102,7 @@ def _marked(collector: pytest.Collector, obj: object) -> bool:
     return any(m.name == MARKER for m in marks) or collector.get_closest_marker(MARKER) is not None
 
 
+@pytest.hookimpl(tryfirst=True)  # before fixture parametrization, which ours then overrides
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     marker = metafunc.definition.get_closest_marker(MARKER)
     if marker is None:

@@ -1,0 +1,78 @@
+"""The response cache: record modes, corrupt entries, concurrent writers, no secrets."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+from pathlib import Path
+
+import pytest
+
+from pytest_ragdive.cache import CacheMiss, CacheWarning, ResponseCache, request_key
+
+REQUEST = {"model": "fake/m", "messages": [{"role": "user", "content": "How tall?\nmore"}],
+           "temperature": 0.0, "seed": 0}
+REPLY = {"content": "120 m", "prompt_tokens": 3, "completion_tokens": 2, "cost": 0.0}
+
+
+def test_new_mode_replays_what_it_recorded(tmp_path: Path) -> None:
+    cache = ResponseCache(tmp_path)
+    assert cache.load(REQUEST) is None
+    cache.store(REQUEST, REPLY)
+    assert cache.load(REQUEST) == REPLY
+    assert cache.load({**REQUEST, "seed": 1}) is None  # the seed is part of the key
+
+
+def test_none_mode_names_model_and_prompt_on_a_miss(tmp_path: Path) -> None:
+    with pytest.raises(CacheMiss, match=r"model 'fake/m', prompt 'How tall\?'.*replays only"):
+        ResponseCache(tmp_path, "none").load(REQUEST)
+
+
+def test_all_mode_always_calls(tmp_path: Path) -> None:
+    ResponseCache(tmp_path).store(REQUEST, REPLY)
+    assert ResponseCache(tmp_path, "all").load(REQUEST) is None
+
+
+def test_unknown_mode_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="use one of none, new, all"):
+        ResponseCache(tmp_path, "sometimes")  # type: ignore[arg-type]
+
+
+def test_corrupt_entry_is_a_miss_with_a_warning_and_is_rewritten(tmp_path: Path) -> None:
+    cache = ResponseCache(tmp_path)
+    cache.store(REQUEST, REPLY)
+    path = cache.path(request_key(REQUEST))
+    path.write_text('{"response": ')
+    with pytest.warns(CacheWarning, match=f"corrupt ragdive cache entry {path}"):
+        assert cache.load(REQUEST) is None
+    cache.store(REQUEST, REPLY)
+    assert cache.load(REQUEST) == REPLY
+
+
+def test_credentials_never_reach_the_key_or_the_file(tmp_path: Path) -> None:
+    cache = ResponseCache(tmp_path)
+    secret = {**REQUEST, "api_key": "sk-live-1234567890abcdef", "api_base": "https://u:p@h"}
+    cache.store(secret, REPLY)
+    assert request_key(secret) == request_key(REQUEST)
+    text = "".join(p.read_text() for p in tmp_path.rglob("*.json"))
+    assert "sk-live" not in text and "u:p@h" not in text
+
+
+def _write_many(directory: str, worker: int) -> None:
+    cache = ResponseCache(Path(directory))
+    for i in range(200):
+        cache.store(REQUEST, {**REPLY, "content": f"worker {worker} write {i}"})
+
+
+def test_processes_writing_the_same_key_leave_a_whole_entry(tmp_path: Path) -> None:
+    ctx = multiprocessing.get_context("spawn")
+    workers = [ctx.Process(target=_write_many, args=(str(tmp_path), w)) for w in range(2)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(60)
+        assert w.exitcode == 0
+    files = list(tmp_path.rglob("*"))
+    assert [p.suffix for p in files if p.is_file()] == [".json"]  # no temp file left behind
+    entry = json.loads(ResponseCache(tmp_path).path(request_key(REQUEST)).read_text())
+    assert entry["response"]["content"].startswith("worker ")

@@ -1,0 +1,168 @@
+"""The plugin as users run it: pytester projects with a scripted judge, in subprocesses."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import PROJECT_CONFTEST
+
+
+def ragdive(project: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return project.runpytest_subprocess("-m", "ragdive", *args)
+
+
+def test_improvement_passes_with_a_note_and_can_be_made_to_fail(project, monkeypatch):
+    monkeypatch.setenv("BOT_MODE", "forgetful")
+    ragdive(project, "--ragdive-update").assert_outcomes(passed=2)
+    monkeypatch.setenv("BOT_MODE", "good")
+    better = ragdive(project)
+    better.assert_outcomes(passed=2)
+    better.stdout.fnmatch_lines(["*2 item(s) scored better than their band*--ragdive-update*"])
+    assert better.ret == 0
+
+    project.makeini("[pytest]\naddopts = -p no:langsmith_plugin -p no:cacheprovider\n"
+                    "ragdive_fail_on_improvement = true\n")
+    strict = ragdive(project)
+    strict.assert_outcomes(failed=2)
+    strict.stdout.fnmatch_lines(["*rose above their baseline band*"])
+
+
+def test_aggregate_outside_its_band_fails_the_session(project):
+    ragdive(project, "--ragdive-update").assert_outcomes(passed=2)
+    path = project.path / "__ragdive__" / "test_bot" / "test_bot.aggregate.json"
+    band = json.loads(path.read_text())
+    band["metrics"]["correctness"].update(min=0.5, max=0.5)  # the mean is 1.0: better
+    band["metrics"]["context_retention"].update(min=0.0, max=0.0)
+    band["metrics"]["forgetfulness"].update(min=0.5, max=0.9)  # the mean is 0.0: better
+    band["metrics"]["faithfulness"].update(min=1.5, max=2.0)  # the mean is 1.0: worse
+    path.write_text(json.dumps(band))
+
+    result = ragdive(project)
+    result.assert_outcomes(passed=2)  # every item is inside its own band
+    assert result.ret == 1
+    result.stdout.fnmatch_lines([
+        "*test_bot.py::test_bot  (2 documents): regressed*",
+        "*faithfulness*mean 1.000*<< worse*",
+        "*FAILED: a test's mean over its documents left its aggregate band*",
+    ])
+
+    subset = ragdive(project, "-k", "alpha")  # not every document ran: no aggregate verdict
+    subset.assert_outcomes(passed=1)
+    assert subset.ret == 0
+    subset.stdout.fnmatch_lines(["*aggregate not checked: only some documents*"])
+
+
+def test_removed_document_is_reported_then_removed_on_update(project):
+    ragdive(project, "--ragdive-update").assert_outcomes(passed=2)
+    folder = project.path / "__ragdive__" / "test_bot"
+    project.makeconftest(PROJECT_CONFTEST.replace(
+        '    ragdive.Document(id="beta", text="Beta is a bridge opened in 1950."),\n', ""))
+
+    checked = ragdive(project)
+    checked.assert_outcomes(passed=1)
+    checked.stdout.fnmatch_lines(["*1 baseline file(s) unused (run --ragdive-update to remove)*",
+                                  "*test_bot?beta?.json"])
+    assert (folder / "test_bot[beta].json").exists()
+
+    ragdive(project, "--ragdive-update").stdout.fnmatch_lines(["*1 baseline file(s) removed*"])
+    assert sorted(p.name for p in folder.iterdir()) == ["test_bot.aggregate.json",
+                                                        "test_bot[alpha].json"]
+
+
+def test_stale_and_corrupt_baselines_fail_clearly_and_are_kept(project):
+    ragdive(project, "--ragdive-update").assert_outcomes(passed=2)
+    alpha = project.path / "__ragdive__" / "test_bot" / "test_bot[alpha].json"
+    alpha.write_text("{ not json")
+
+    stale = ragdive(project, "--ragdive-turns", "3")
+    stale.assert_outcomes(failed=2)
+    stale.stdout.fnmatch_lines([
+        "*test_bot[[]alpha[]].json is not a valid band file*--ragdive-update*",
+        "*was recorded for other settings (turns: 2 -> 3); it is stale*",
+    ])
+    assert alpha.read_text() == "{ not json"
+
+
+def test_unknown_marker_option_is_a_collection_error(pytester):
+    pytester.makepyfile("""
+        import pytest_ragdive as ragdive
+
+        @ragdive.conversation(turns=2, persona="chatty")
+        def test_bot(ragdive_dialogue):
+            pass
+    """)
+    result = pytester.runpytest_subprocess("-p", "no:langsmith_plugin")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines([
+        "*unknown option(s) persona; valid options: turns, role, documents, metrics, "
+        "max_regenerations, runs*"])
+
+
+def test_bad_marker_value_is_a_collection_error(pytester):
+    pytester.makepyfile("""
+        import pytest
+
+        @pytest.mark.ragdive(turns=0)
+        def test_bot(ragdive_dialogue):
+            pass
+    """)
+    result = pytester.runpytest_subprocess("-p", "no:langsmith_plugin")
+    result.stdout.fnmatch_lines(["*turns=0 is not an int >= 1*"])
+    assert result.ret != 0
+
+
+def test_other_tests_never_import_litellm_or_ragas(pytester):
+    pytester.makepyfile(test_mixed="""
+        import sys
+        import pytest_ragdive as ragdive
+
+        @ragdive.conversation(turns=2)
+        def test_bot():
+            pass
+
+        def test_plain():
+            heavy = {"litellm", "ragas", "instructor", "jinja2"} & set(sys.modules)
+            assert heavy == set()
+    """)
+    result = pytester.runpytest_subprocess("-p", "no:langsmith_plugin", "-m", "not ragdive")
+    result.assert_outcomes(passed=1, deselected=1)
+
+
+def test_missing_adapter_and_judges_are_usage_errors(pytester):
+    pytester.makepyfile("""
+        import pytest_ragdive as ragdive
+
+        @ragdive.conversation(documents=[ragdive.Document(id="a", text="A.")])
+        def test_bot():
+            pass
+    """)
+    result = pytester.runpytest_subprocess("-p", "no:langsmith_plugin")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*has no RAG system to talk to. Define the fixture*"])
+
+
+def test_documents_from_marker_glob_and_ini(pytester):
+    pytester.makeconftest(PROJECT_CONFTEST.split("ragdive_document =")[0])
+    (pytester.path / "kb").mkdir()
+    (pytester.path / "kb" / "Tram Lines.md").write_text("Line 4 runs every 8 minutes.")
+    (pytester.path / "kb" / "ferry.txt").write_text("The ferry leaves at 7.")
+    pytester.makepyfile(test_kb="""
+        import pytest_ragdive as ragdive
+
+        @ragdive.conversation(turns=1, documents="kb/*.md")
+        def test_marker(ragdive_document):
+            assert ragdive_document.text.startswith("Line 4")
+
+        @ragdive.conversation(turns=1)
+        def test_ini(ragdive_document):
+            pass
+    """)
+    pytester.makeini("[pytest]\nragdive_documents = kb/*\n")
+    result = pytester.runpytest_subprocess("-p", "no:langsmith_plugin", "--collect-only", "-q")
+    result.stdout.fnmatch_lines([
+        "test_kb.py::test_marker[[]Tram-Lines[]]",
+        "test_kb.py::test_ini[[]Tram-Lines[]]",
+        "test_kb.py::test_ini[[]ferry[]]",
+    ])
