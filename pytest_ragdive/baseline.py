@@ -10,8 +10,6 @@ atomically so that xdist workers never clash.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from statistics import fmean
@@ -21,6 +19,7 @@ import pytest
 from syrupy.extensions.single_file import SingleFileSnapshotExtension
 from syrupy.location import PyTestLocation
 
+from .files import atomic_write_text
 from .models import METRICS
 
 DIRNAME = "__ragdive__"
@@ -88,15 +87,7 @@ def read(path: Path) -> dict[str, Any] | None:
 
 def write(path: Path, doc: dict[str, Any]) -> None:
     """Write a band file atomically, in a form that reads well in a diff."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem[:40]}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(json.dumps(doc, indent=2, sort_keys=True) + "\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write_text(path, json.dumps(doc, indent=2, sort_keys=True) + "\n")
 
 
 def stale_reason(doc: dict[str, Any], produced_by: dict[str, Any]) -> str | None:

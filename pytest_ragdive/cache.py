@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
+
+from .files import atomic_write_text
 
 RecordMode = Literal["none", "new", "all"]
 RECORD_MODES: tuple[RecordMode, ...] = ("none", "new", "all")
@@ -101,16 +101,8 @@ class ResponseCache:
             "request": {"summary": describe(request)},
             "response": response,
         }
-        path = self.path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{key[:8]}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(entry, f, indent=1, sort_keys=True, ensure_ascii=False)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        text = json.dumps(entry, indent=1, sort_keys=True, ensure_ascii=False)
+        atomic_write_text(self.path(key), text)
 
     @staticmethod
     def _read(path: Path) -> dict[str, Any] | None:

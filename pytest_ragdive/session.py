@@ -39,19 +39,19 @@ def function_key(item: pytest.Item) -> str:
 
 
 def _int(config: pytest.Config, ini: str) -> int:
-    value = config.getini(ini)
-    try:
-        return int(value)
-    except ValueError:
-        raise pytest.UsageError(f"ini {ini} = {value!r} is not a whole number") from None
+    return int(_number(config, ini, int))
 
 
 def _float(config: pytest.Config, ini: str) -> float:
+    return _number(config, ini, float)
+
+
+def _number(config: pytest.Config, ini: str, kind: type[int] | type[float]) -> float:
     value = config.getini(ini)
     try:
-        return float(value)
+        return kind(value)
     except ValueError:
-        raise pytest.UsageError(f"ini {ini} = {value!r} is not a number") from None
+        raise pytest.UsageError(f"ini {ini} = {value!r} is not a {kind.__name__}") from None
 
 
 class RagdiveSession:
