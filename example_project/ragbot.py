@@ -9,7 +9,7 @@ Knobs, read from the environment when the bot is built:
 
 * ``RAGBOT_HISTORY``: ``full`` (default), ``last3`` (the last three utterances) or
   ``none`` (every question is answered as if it were the first one);
-* ``RAGBOT_TOP_K``: how many paragraphs are retrieved, ``3`` (default) or ``1``;
+* ``RAGBOT_TOP_K``: how many paragraphs are retrieved: ``3`` (default), ``1``, ...;
 * ``RAGBOT_MODEL``: the model name (default ``embedded/qwen2.5-coder-1.5b``).
 
 Chat from the shell::
@@ -42,7 +42,6 @@ DEFAULT_CACHE = HERE / ".ragdive" / "cache"
 
 HistoryMode = Literal["full", "last3", "none"]
 HISTORY_MODES: tuple[HistoryMode, ...] = ("full", "last3", "none")
-TOP_KS = (1, 3)
 
 SYSTEM_PROMPT = (
     "You are CityGuide, the help desk of the city of Brenmouth. Answer the user's "
@@ -116,6 +115,13 @@ def _env_choice(name: str, default: str, allowed: tuple[str, ...]) -> str:
     return value
 
 
+def _env_top_k() -> int:
+    value = os.environ.get("RAGBOT_TOP_K", "").strip() or "3"
+    if not value.isdigit() or int(value) < 1:
+        raise ValueError(f"RAGBOT_TOP_K={value!r}: use a positive integer such as 3 or 1")
+    return int(value)
+
+
 class RagBot:
     """The CityGuide chatbot. Stateless: the caller passes the chat history on every call."""
 
@@ -137,7 +143,7 @@ class RagBot:
         self.history: HistoryMode = history or _env_choice(  # type: ignore[assignment]
             "RAGBOT_HISTORY", "full", HISTORY_MODES
         )
-        self.top_k = top_k or int(_env_choice("RAGBOT_TOP_K", "3", tuple(map(str, TOP_KS))))
+        self.top_k = top_k or _env_top_k()
         self.max_tokens = max_tokens
 
     def __repr__(self) -> str:

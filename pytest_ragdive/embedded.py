@@ -15,6 +15,12 @@ Output is grammar constrained whenever the caller asks for JSON, so a small mode
 of the schema: OpenAI ``json_schema`` response formats, llama.cpp's own ``{"type": "json_object",
 "schema": S}``, instructor's JSON mode (bare ``json_object`` with the schema written into the system
 message) and a single forced tool (instructor's TOOLS mode) all become a GBNF grammar.
+
+One model per process, loaded on first use; calls are serialized on it, and ``acompletion`` runs
+them on a private worker thread. Every prompt is evaluated from scratch, so temperature 0 (the
+default) with a fixed seed (default 0) gives the same reply whatever ran before. Environment:
+``RAGDIVE_MODEL_DIR`` (weights folder), ``RAGDIVE_EMBEDDED_THREADS`` (default: cores divided among
+xdist workers); ``OMP_WAIT_POLICY`` defaults to ``PASSIVE`` (see ``_llama_cpp``).
 """
 
 from __future__ import annotations
@@ -32,7 +38,6 @@ import re
 import tempfile
 import threading
 import time
-import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -74,8 +79,7 @@ def is_installed() -> bool:
     """Whether the runtime and the weights are installed (does not import llama_cpp)."""
     try:
         return all(
-            importlib.util.find_spec(name) is not None
-            for name in ("llama_cpp", PART_MODULES[0])
+            importlib.util.find_spec(name) is not None for name in ("llama_cpp", PART_MODULES[0])
         )
     except (ImportError, ValueError):
         return False
@@ -85,7 +89,8 @@ def is_installed() -> bool:
 
 
 def model_dir() -> pathlib.Path:
-    """``$RAGDIVE_MODEL_DIR``, else ``$XDG_CACHE_HOME/pytest-ragdive``, else ``~/.cache/pytest-ragdive``."""
+    """The weights folder: ``$RAGDIVE_MODEL_DIR``, else ``$XDG_CACHE_HOME/pytest-ragdive``, else
+    ``~/.cache/pytest-ragdive``."""
     if explicit := os.environ.get("RAGDIVE_MODEL_DIR"):
         return pathlib.Path(explicit).expanduser()
     cache = os.environ.get("XDG_CACHE_HOME") or pathlib.Path.home() / ".cache"
@@ -116,15 +121,15 @@ _path_lock = threading.Lock()
 def model_path() -> pathlib.Path:
     """The joined ``.gguf``, built from the weight packages on first use.
 
-    Concurrency and trust: the parts are joined into a temp file in the target folder, hashed while
-    written and ``os.replace``-d onto the final name only when the sha256 matches, so a half-written
-    or corrupt file never appears under that name. Afterwards a sidecar ``<file>.sha256`` is written
-    (also by atomic replace). A process trusts the final file only if the sidecar names the expected
-    digest, so later starts cost two ``stat`` calls instead of hashing 1.1 GB. Building happens under
-    an exclusive ``fcntl`` lock on ``<file>.lock``: concurrent processes (xdist workers) wait for the
-    first one and reuse its file instead of each writing 1.1 GB. Without fcntl (Windows) they may
-    duplicate the work, which atomic replace keeps safe. A final file without sidecar (crash between
-    the two replaces) is re-hashed once. Delete the folder to force a rebuild.
+    The parts are joined into a temp file in the target folder, hashed while written, and
+    ``os.replace``-d onto the final name only if the sha256 matches, so a half-written or corrupt
+    file never appears under that name. Then a sidecar ``<file>.sha256`` is written, atomically too.
+    A process trusts the final file only if the sidecar names the expected digest, so later starts
+    cost a file read instead of hashing 1.1 GB. Building runs under an exclusive ``fcntl`` lock on
+    ``<file>.lock``: concurrent processes (xdist workers) wait for the first and reuse its file
+    instead of each writing 1.1 GB; without fcntl (Windows) they may duplicate the work, which the
+    atomic replace keeps safe. A final file without sidecar (a crash between the two replaces) is
+    hashed once. Delete the folder to force a rebuild.
     """
     target = model_dir() / MODEL_FILE
     if _trusted(target):
@@ -227,7 +232,18 @@ def _file_lock(path: pathlib.Path) -> Iterator[None]:
 #   "...match the following json_schema:\n\n\n<json.dumps(schema, indent=2)>\n\nMake sure ..."
 _SCHEMA_MARKER = re.compile(r"json_schema[\"']?\s*[:=]?\s*(?:```(?:json)?\s*)?(?=\{)")
 _SCHEMA_KEYS = frozenset(
-    {"type", "properties", "$defs", "definitions", "$ref", "anyOf", "oneOf", "allOf", "enum", "const"}
+    [
+        "type",
+        "properties",
+        "$defs",
+        "definitions",
+        "$ref",
+        "anyOf",
+        "oneOf",
+        "allOf",
+        "enum",
+        "const",
+    ]
 )
 
 
@@ -295,7 +311,9 @@ def to_llama_response_format(
         schema = response_format.get("schema") or response_format.get("response_schema")
         if schema is None:
             schema = schema_from_messages(messages)
-        return {"type": "json_object", "schema": dict(schema)} if schema else {"type": "json_object"}
+        return (
+            {"type": "json_object", "schema": dict(schema)} if schema else {"type": "json_object"}
+        )
     raise EmbeddedModelError(f"unsupported response_format type: {kind!r}")
 
 
@@ -320,7 +338,16 @@ def _forced_tool(optional_params: Mapping[str, Any]) -> dict[str, Any] | None:
 
 
 _ANNOTATIONS = frozenset(
-    {"title", "description", "default", "examples", "deprecated", "readOnly", "writeOnly", "$comment"}
+    [
+        "title",
+        "description",
+        "default",
+        "examples",
+        "deprecated",
+        "readOnly",
+        "writeOnly",
+        "$comment",
+    ]
 )
 _ANY_JSON = {"type": ["string", "number", "boolean", "null", "object", "array"]}
 _SUBSCHEMA = ("items", "additionalProperties", "not", "contains", "if", "then", "else")
@@ -365,13 +392,25 @@ def _fill_any(node: Any) -> Any:
     return out
 
 
+def _llama_cpp() -> Any:
+    """Import llama_cpp, with OpenMP threads that sleep rather than spin while they wait."""
+    # llama.cpp's CPU backend runs on OpenMP, whose threads spin at each barrier. When another
+    # process holds a core (xdist workers, the RAG system under test, CI neighbours) the spinning
+    # stalls every token: measured on 2 shared cores, decode fell from 10.5 to 1.4 tok/s. libgomp
+    # reads this once, when it is loaded, so it must be set before the first llama_cpp import.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    import llama_cpp
+
+    return llama_cpp
+
+
 @functools.lru_cache(maxsize=128)
 def _grammar(schema_json: str) -> Any:
-    from llama_cpp import LlamaGrammar
+    LlamaGrammar = _llama_cpp().LlamaGrammar
 
     try:
         return LlamaGrammar.from_json_schema(schema_json, verbose=False)
-    except Exception as exc:  # noqa: BLE001 - the converter raises assorted types
+    except Exception as exc:  # the converter raises assorted types (KeyError, AssertionError)
         raise EmbeddedModelError(
             f"llama.cpp cannot turn this JSON schema into a grammar ({type(exc).__name__}: "
             f"{exc}); simplify the schema: {schema_json[:300]}"
@@ -403,7 +442,7 @@ def _threads() -> int:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:
         cores = os.cpu_count() or 1
-    # llama.cpp threads spin while waiting; workers that oversubscribe the cores slow down sharply
+    # xdist workers each load their own model; more threads than cores only adds waiting
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
     return max(1, cores // max(1, workers))
 
@@ -411,10 +450,8 @@ def _threads() -> int:
 def _load_locked() -> Any:
     global _llama
     if _llama is None:
-        from llama_cpp import Llama
-
         path = model_path()
-        _llama = Llama(
+        _llama = _llama_cpp().Llama(
             model_path=str(path),
             n_ctx=N_CTX,
             n_threads=_threads(),
@@ -478,7 +515,10 @@ def _chat_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]
     return [{"role": m.get("role", "user"), "content": _text(m.get("content"))} for m in messages]
 
 
-def _complete(model: str, messages: list, optional_params: Mapping[str, Any] | None, model_response: Any) -> Any:
+def _complete(
+    model: str, messages: list, optional_params: Mapping[str, Any] | None, model_response: Any
+) -> Any:
+    """One chat completion as a ``litellm.ModelResponse`` (fills ``model_response`` if given)."""
     import litellm
 
     if model not in (MODEL_NAME, MODEL):
@@ -487,11 +527,14 @@ def _complete(model: str, messages: list, optional_params: Mapping[str, Any] | N
     if params.get("n", 1) != 1:
         raise EmbeddedModelError(f"{MODEL} returns one choice per call (n={params['n']})")
     tool = _forced_tool(params)
+    response_format: dict[str, Any] | None
     if tool is not None:
         response_format = {"type": "json_object", "schema": tool.get("parameters") or {}}
     else:
         response_format = to_llama_response_format(params.get("response_format"), messages)
-    max_tokens = params.get("max_completion_tokens") or params.get("max_tokens") or DEFAULT_MAX_TOKENS
+    max_tokens = (
+        params.get("max_completion_tokens") or params.get("max_tokens") or DEFAULT_MAX_TOKENS
+    )
     temperature = params.get("temperature")
     seed = params.get("seed")
     stop = params.get("stop")
@@ -514,7 +557,7 @@ def _complete(model: str, messages: list, optional_params: Mapping[str, Any] | N
             content=None,
             tool_calls=[
                 {
-                    "id": f"call_{uuid.uuid4().hex[:24]}",
+                    "id": "call_" + hashlib.sha256(text.encode()).hexdigest()[:24],
                     "type": "function",
                     "function": {"name": tool["name"], "arguments": text},
                 }
@@ -524,7 +567,7 @@ def _complete(model: str, messages: list, optional_params: Mapping[str, Any] | N
     else:
         message = litellm.Message(role="assistant", content=text)
     usage = reply.get("usage") or {}
-    response = model_response if model_response is not None else litellm.ModelResponse()
+    response: Any = model_response if model_response is not None else litellm.ModelResponse()
     response.choices = [litellm.Choices(index=0, message=message, finish_reason=finish_reason)]
     response.created = int(reply.get("created") or time.time())
     response.model = MODEL

@@ -131,6 +131,12 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     session.config.stash[STATE].selected(session.items)
 
 
+@pytest.hookimpl(tryfirst=True)  # returns nothing, so pytest's own setup still runs
+def pytest_fixture_setup(fixturedef: pytest.FixtureDef[Any], request: pytest.FixtureRequest) -> None:
+    if fixturedef.argname in ("ragdive_adapter", "ragdive_judges"):
+        request.config.stash[STATE].fixture_scope(fixturedef.argname, fixturedef.scope)
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     result = yield

@@ -48,6 +48,8 @@ def write_summary(session: RagdiveSession, reporter: Any) -> None:
         )
         for nodeid in improved:
             reporter.write_line(f"    {nodeid}")
+    for note in sorted(session.notes):
+        reporter.write_line(f"note: {note}")
     if session.unused:
         verb = "removed" if session.update else "unused (run --ragdive-update to remove)"
         reporter.write_line(f"{len(session.unused)} baseline file(s) {verb}:")

@@ -72,6 +72,9 @@ class RagdiveSession:
         self.results: dict[str, dict[str, Any]] = {}
         self.aggregates: list[dict[str, Any]] = []
         self.unused: list[str] = []
+        self.notes: set[str] = set()
+        self._items: dict[str, list[pytest.Item]] = {}
+        self._scopes: dict[str, str] = {}
 
     # -- settings -----------------------------------------------------------------
 
@@ -173,6 +176,25 @@ class RagdiveSession:
         for item in items:
             if item.get_closest_marker(MARKER) is not None:
                 self.chosen.setdefault(function_key(item), []).append(item.nodeid)
+                self._items.setdefault(function_key(item), []).append(item)
+
+    def fixture_scope(self, name: str, scope: str) -> None:
+        if name in ("ragdive_adapter", "ragdive_judges"):
+            self._scopes[name] = scope
+
+    def _concurrent(self) -> bool:
+        """Whether the items of a test function may hold their dialogues at once: only
+        with shared adapter and judges, and (under xdist) when one worker runs them all."""
+        shared = "function" not in self._scopes.values()
+        dist = getattr(self.config.option, "dist", "no")
+        whole = not hasattr(self.config, "workerinput") or dist in ("loadscope", "loadfile")
+        if not shared:
+            self.notes.add("ragdive_adapter or ragdive_judges is function-scoped: dialogues "
+                           "ran one at a time; give them session scope to run them concurrently")
+        elif not whole:
+            self.notes.add(f"xdist --dist {dist} spreads a test's documents over workers: each "
+                           f"dialogue ran alone; --dist loadscope runs them concurrently")
+        return shared and whole
 
     # -- running ------------------------------------------------------------------
 
@@ -199,14 +221,25 @@ class RagdiveSession:
             "progress": lambda *event: self._progress.put(event),
         }
         seeds = range(settings.runs) if self.update else range(1)
-        futures = [
-            self.runner.submit(
-                (item.nodeid, seed),
-                lambda seed=seed: arun_dialogue(document, adapter, seed=seed, **options),
-            )
-            for seed in seeds
-        ]
-        dialogues = self._wait(futures)
+
+        def submit(it: pytest.Item, doc: Document) -> list[concurrent.futures.Future[Any]]:
+            return [
+                self.runner.submit(
+                    (it.nodeid, seed),
+                    lambda seed=seed: arun_dialogue(doc, adapter, seed=seed, **options),
+                )
+                for seed in seeds
+            ]
+
+        own = submit(item, document)
+        if self._concurrent():  # start the dialogues of the items of this test that follow
+            later = self._items.get(function_key(item), [])
+            for other in later[later.index(item) + 1:] if item in later else []:
+                callspec = getattr(other, "callspec", None)
+                doc = callspec.params.get("ragdive_document") if callspec else None
+                if doc is not None and hasattr(doc, "text"):
+                    submit(other, doc)
+        dialogues = self._wait(own)
         self._dialogues[item.nodeid] = (settings, judges, dialogues)
         return dialogues[0]
 

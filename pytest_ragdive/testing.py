@@ -13,6 +13,7 @@ real client, cache and ragas paths with no network.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import threading
@@ -27,6 +28,7 @@ Responder = Callable[[list[dict[str, Any]]], Any]
 PROVIDER = "fake"
 
 _scripts: dict[str, Mapping[str, Responder]] = {}
+_delays: dict[str, float] = {}
 _calls: dict[str, list[tuple[str, list[dict[str, Any]]]]] = {}
 _ids = itertools.count(1)
 _lock = threading.Lock()
@@ -60,16 +62,23 @@ def _generic(schema: str) -> Responder:
     return lambda messages: replies[schema]
 
 
-def scripted(responders: Mapping[str, Responder] | None = None, *, name: str | None = None) -> str:
+def scripted(
+    responders: Mapping[str, Responder] | None = None,
+    *,
+    name: str | None = None,
+    latency: float = 0.0,
+) -> str:
     """Register a script and return the model name that plays it: ``fake/<name>``.
 
     Give a ``name`` when the model name must be stable across processes or runs (it is
     part of cache keys and of baselines); a new script under the same name replaces
-    the old one.
+    the old one. ``latency`` makes every asynchronous call take that many seconds,
+    like a remote model would (benchmarks use it).
     """
     _install()
     name = f"{PROVIDER}/{name or next(_ids)}"
     _scripts[name] = dict(responders or {})
+    _delays[name] = latency
     _calls[name] = []
     return name
 
@@ -135,6 +144,9 @@ def _install() -> None:
             return self._respond(model, messages, kwargs)
 
         async def acompletion(self, model: str, messages: list[dict[str, Any]], *args: Any, **kwargs: Any) -> Any:
+            name = model if model.startswith(f"{PROVIDER}/") else f"{PROVIDER}/{model}"
+            if _delays.get(name):
+                await asyncio.sleep(_delays[name])
             return self._respond(model, messages, kwargs)
 
     litellm.custom_provider_map = [

@@ -85,8 +85,10 @@ def test_json_schema_becomes_llama_json_object() -> None:
 
 def test_llama_form_and_response_schema_pass_through() -> None:
     schema = {"type": "object", "properties": {"a": {"type": "integer"}}}
-    for fmt in ({"type": "json_object", "schema": schema},
-                {"type": "json_object", "response_schema": schema}):
+    for fmt in (
+        {"type": "json_object", "schema": schema},
+        {"type": "json_object", "response_schema": schema},
+    ):
         assert embedded.to_llama_response_format(fmt) == {"type": "json_object", "schema": schema}
 
 
@@ -135,7 +137,7 @@ def test_schema_from_messages_rules() -> None:
     first = {"type": "object", "properties": {"a": {"type": "string"}}}
     last = {"type": "object", "properties": {"b": {"type": "string"}}}
     in_user = {"type": "object", "properties": {"c": {"type": "string"}}}
-    messages = [
+    messages: list[dict[str, Any]] = [
         {"role": "user", "content": f"json_schema: {json.dumps(in_user)}"},
         {
             "role": "system",
@@ -148,7 +150,10 @@ def test_schema_from_messages_rules() -> None:
     ]
     assert embedded.schema_from_messages(messages) == last  # system first, last one wins
     assert embedded.schema_from_messages(messages[:1]) == in_user
-    assert embedded.schema_from_messages([{"role": "system", "content": 'json_schema: {"x": 1}'}]) is None
+    assert (
+        embedded.schema_from_messages([{"role": "system", "content": 'json_schema: {"x": 1}'}])
+        is None
+    )
     assert embedded.schema_from_messages([{"role": "user", "content": None}]) is None
 
 
@@ -170,7 +175,10 @@ def test_schema_from_real_instructor_json_mode() -> None:
                     {
                         "index": 0,
                         "finish_reason": "stop",
-                        "message": {"role": "assistant", "content": '{"reason": "r", "verdict": "supported"}'},
+                        "message": {
+                            "role": "assistant",
+                            "content": '{"reason": "r", "verdict": "supported"}',
+                        },
                     }
                 ],
             }
@@ -182,7 +190,10 @@ def test_schema_from_real_instructor_json_mode() -> None:
             model=embedded.MODEL,
             response_model=Verdict,
             max_retries=0,
-            messages=[{"role": "system", "content": "You judge."}, {"role": "user", "content": "go"}],
+            messages=[
+                {"role": "system", "content": "You judge."},
+                {"role": "user", "content": "go"},
+            ],
         )
     )
     assert result.verdict == "supported"
@@ -195,18 +206,28 @@ def test_llama_schema_hoists_root_ref_and_allows_any() -> None:
     tree = Node.model_json_schema()
     assert "$ref" in tree  # pydantic writes recursive models as a root $ref
     fixed = embedded.llama_schema(tree)
-    assert "$ref" not in fixed and fixed["properties"]["value"] == {"title": "Value", "type": "integer"}
+    assert "$ref" not in fixed and fixed["properties"]["value"] == {
+        "title": "Value",
+        "type": "integer",
+    }
     assert fixed["$defs"] == tree["$defs"]
     record = embedded.llama_schema(Record.model_json_schema())
     assert record["properties"]["anything"]["type"] == [
-        "string", "number", "boolean", "null", "object", "array"
+        "string",
+        "number",
+        "boolean",
+        "null",
+        "object",
+        "array",
     ]
 
 
 def test_llama_cpp_converts_typical_pydantic_schemas() -> None:
     pytest.importorskip("llama_cpp")
     for model in (Verdict, Node, Record):
-        grammar = embedded._grammar_for({"type": "json_object", "schema": model.model_json_schema()})
+        grammar = embedded._grammar_for(
+            {"type": "json_object", "schema": model.model_json_schema()}
+        )
         assert "root ::=" in grammar._grammar
     with pytest.raises(EmbeddedModelError, match="grammar"):
         embedded._grammar_for({"type": "json_object", "schema": {"type": "frobnicate"}})
@@ -303,7 +324,9 @@ def test_corrupt_file_without_sidecar_is_rebuilt(fake_parts: list[int]) -> None:
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork to share the monkeypatch")
-def test_concurrent_processes_join_once(fake_parts: list[int], tmp_path: pathlib.Path) -> None:
+def test_concurrent_processes_join_once(
+    fake_parts: list[int], tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import multiprocessing
 
     log = tmp_path / "joins.log"
@@ -314,7 +337,7 @@ def test_concurrent_processes_join_once(fake_parts: list[int], tmp_path: pathlib
             f.write(f"{os.getpid()}\n")
         return original()
 
-    embedded._part_paths = logged  # type: ignore[assignment]  # restored by monkeypatch
+    monkeypatch.setattr(embedded, "_part_paths", logged)
     ctx = multiprocessing.get_context("fork")
     procs = [ctx.Process(target=embedded.model_path) for _ in range(3)]
     for p in procs:
@@ -378,7 +401,9 @@ def test_register_is_idempotent_and_keeps_others(litellm_module: Any) -> None:
     providers = [e["provider"] for e in litellm_module.custom_provider_map]
     assert providers.count("embedded") == 1 and "someone-else" in providers
     assert "embedded" in litellm_module.provider_list
-    litellm_module.custom_provider_map = [e for e in litellm_module.custom_provider_map if e is not other]
+    litellm_module.custom_provider_map = [
+        e for e in litellm_module.custom_provider_map if e is not other
+    ]
 
 
 def test_acompletion_through_litellm(litellm_module: Any, fake_llama: list[dict[str, Any]]) -> None:
@@ -419,12 +444,18 @@ def test_sync_completion_defaults(litellm_module: Any, fake_llama: list[dict[str
     assert response.choices[0].message.content == '{"a": 1}'
     call = fake_llama[0]
     assert (call["temperature"], call["seed"], call["max_tokens"], call["grammar"]) == (
-        0.0, 0, embedded.DEFAULT_MAX_TOKENS, None
+        0.0,
+        0,
+        embedded.DEFAULT_MAX_TOKENS,
+        None,
     )
 
 
 def test_tool_call_reply(litellm_module: Any, fake_llama: list[dict[str, Any]]) -> None:
-    tool = {"type": "function", "function": {"name": "Verdict", "parameters": Verdict.model_json_schema()}}
+    tool = {
+        "type": "function",
+        "function": {"name": "Verdict", "parameters": Verdict.model_json_schema()},
+    }
     response = litellm_module.completion(
         model=embedded.MODEL,
         messages=[{"role": "user", "content": "hi"}],
@@ -440,7 +471,9 @@ def test_tool_call_reply(litellm_module: Any, fake_llama: list[dict[str, Any]]) 
 def test_errors_are_not_transient(litellm_module: Any, fake_llama: list[dict[str, Any]]) -> None:
     # litellm would report a plain exception as APIConnectionError, which callers retry
     with pytest.raises(litellm_module.BadRequestError, match="unknown embedded model"):
-        litellm_module.completion(model="embedded/nope", messages=[{"role": "user", "content": "x"}])
+        litellm_module.completion(
+            model="embedded/nope", messages=[{"role": "user", "content": "x"}]
+        )
     with pytest.raises(litellm_module.BadRequestError, match="does not stream"):
         litellm_module.completion(
             model=embedded.MODEL, messages=[{"role": "user", "content": "x"}], stream=True
