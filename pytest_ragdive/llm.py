@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
-import json
 import os
 import random
 import re
@@ -133,22 +132,6 @@ def parse_reply(text: str, schema: type[T]) -> T:
     return schema.model_validate_json(fenced.group(1) if fenced else text)
 
 
-def instructor_schema(messages: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The JSON schema that instructor's JSON mode writes into the system message."""
-    for message in messages:
-        content = str(message.get("content", ""))
-        at = content.find("json_schema")
-        start = content.find("{", at) if message.get("role") == "system" and at >= 0 else -1
-        if start >= 0:
-            try:
-                schema, _ = json.JSONDecoder().raw_decode(content[start:])
-            except ValueError:
-                continue
-            if isinstance(schema, dict):
-                return schema
-    return None
-
-
 class LLMClient:
     """Cached, bounded, retrying access to litellm models.
 
@@ -174,15 +157,23 @@ class LLMClient:
         self.retries = retries
         self.reply_retries = reply_retries
         # asyncio primitives belong to one event loop; run_dialogue may use several
-        self._semaphores: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore]
-        self._semaphores = weakref.WeakKeyDictionary()
+        self._limits: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, dict[str, asyncio.Semaphore]
+        ] = weakref.WeakKeyDictionary()
 
-    def _semaphore(self) -> asyncio.Semaphore:
-        loop = asyncio.get_running_loop()
-        sem = self._semaphores.get(loop)
-        if sem is None:
-            sem = self._semaphores[loop] = asyncio.Semaphore(self.concurrency)
-        return sem
+    @contextlib.asynccontextmanager
+    async def _slot(self, model: Model) -> Any:
+        """A place among the calls in flight. The embedded model answers one call at a
+        time, so its calls queue here first: waiting there would count against the
+        per-call timeout."""
+        limits = self._limits.setdefault(asyncio.get_running_loop(), {})
+        shared = limits.setdefault("*", asyncio.Semaphore(self.concurrency))
+        if model.name.startswith("embedded/"):
+            async with limits.setdefault("embedded", asyncio.Semaphore(1)), shared:
+                yield
+        else:
+            async with shared:
+                yield
 
     async def complete(
         self,
@@ -267,7 +258,7 @@ class LLMClient:
         if reply is not None:
             _record(cache_hits=1)
             return reply
-        async with self._semaphore():
+        async with self._slot(model):
             reply = await self._call(request, model)
         _record(
             calls=1,

@@ -22,7 +22,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from .llm import import_litellm, instructor_schema
+from .embedded import schema_from_messages
+from .llm import import_litellm
 
 Responder = Callable[[list[dict[str, Any]]], Any]
 PROVIDER = "fake"
@@ -95,7 +96,7 @@ def schema_name(kwargs: Mapping[str, Any]) -> str:
     )
     if isinstance(fmt, dict) and fmt.get("type") == "json_schema":
         return str(fmt["json_schema"]["name"])
-    schema = instructor_schema(kwargs.get("messages", []))
+    schema = schema_from_messages(kwargs.get("messages", []))
     if schema is not None:
         return str(schema.get("title", "object"))
     return "text"

@@ -352,7 +352,14 @@ def test_threads(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RAGDIVE_EMBEDDED_THREADS", "3")
     assert embedded._threads() == 3
     monkeypatch.delenv("RAGDIVE_EMBEDDED_THREADS")
-    monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "64")
+    monkeypatch.delenv("PYTEST_XDIST_WORKER_COUNT", raising=False)
+    if not hasattr(os, "sched_getaffinity"):
+        pytest.skip("needs os.sched_getaffinity")
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(8)))
+    assert embedded._threads() == 7  # one core left for the rest of the run
+    monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "4")
+    assert embedded._threads() == 2
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
     assert embedded._threads() == 1
 
 
