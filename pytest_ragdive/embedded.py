@@ -618,8 +618,9 @@ def _handler() -> Any:
 
 def register() -> None:
     """Register provider ``embedded`` with litellm (idempotent, keeps other custom providers)."""
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    import litellm
+    from .llm import import_litellm
+
+    litellm = import_litellm()
     import litellm.utils
 
     handler = _handler()

@@ -73,6 +73,8 @@ def pytest_configure(config: pytest.Config) -> None:
         f"{MARKER}({', '.join(OPTIONS)}): a RAG-DIVE conversation test, expanded into one "
         f"item per document and checked against its baseline band",
     )
+    # litellm builds pydantic models lazily during calls, each warning about its typing
+    config.addinivalue_line("filterwarnings", "ignore:.*`ReadOnly` qualifier:UserWarning")
     from .session import RagdiveSession  # light: heavy modules load on first dialogue
 
     config.stash[STATE] = session = RagdiveSession(config)
