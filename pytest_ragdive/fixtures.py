@@ -9,7 +9,7 @@ import pytest
 
 if TYPE_CHECKING:
     from .dialogue import RagAdapter
-    from .llm import Judges
+    from .llm import Judges, LLMClient
     from .models import Dialogue, Document
 
 
@@ -37,6 +37,16 @@ def ragdive_judges(pytestconfig: pytest.Config) -> Judges:
     from .plugin import default_judges
 
     return default_judges(pytestconfig)
+
+
+@pytest.fixture(scope="session")
+def ragdive_client(pytestconfig: pytest.Config) -> LLMClient:
+    """The plugin's model client: a RAG system under test whose own model calls go
+    through it shares the response cache, the record mode and the limit of calls in
+    flight with the judges (so a cached replay needs no model at all)."""
+    from .plugin import STATE
+
+    return pytestconfig.stash[STATE].client()
 
 
 @pytest.fixture

@@ -12,14 +12,22 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .fixtures import ragdive_adapter, ragdive_dialogue, ragdive_document, ragdive_judges
+from .fixtures import (
+    ragdive_adapter,
+    ragdive_client,
+    ragdive_dialogue,
+    ragdive_document,
+    ragdive_judges,
+)
 from .markers import MARKER, OPTIONS, check_options
 
 if TYPE_CHECKING:
     from .llm import Judges
     from .session import RagdiveSession
 
-__all__ = ["ragdive_adapter", "ragdive_dialogue", "ragdive_document", "ragdive_judges"]
+__all__ = [
+    "ragdive_adapter", "ragdive_client", "ragdive_dialogue", "ragdive_document", "ragdive_judges",
+]
 
 STATE = pytest.StashKey["RagdiveSession"]()
 
