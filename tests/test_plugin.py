@@ -17,8 +17,10 @@ def test_improvement_passes_with_a_note_and_can_be_made_to_fail(project, monkeyp
     monkeypatch.setenv("BOT_MODE", "forgetful")
     ragdive(project, "--ragdive-update").assert_outcomes(passed=2)
     monkeypatch.setenv("BOT_MODE", "good")
-    better = ragdive(project)
+    better = ragdive(project, "--junitxml=report.xml")
     better.assert_outcomes(passed=2)
+    report = (project.path / "report.xml").read_text()
+    assert '<property name="ragdive.forgetfulness" value="0.0"' in report
     better.stdout.fnmatch_lines(["*2 item(s) scored better than their band*--ragdive-update*"])
     assert better.ret == 0
 
