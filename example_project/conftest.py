@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from ragbot import RagBot
 
 import pytest_ragdive as ragdive
 from pytest_ragdive.llm import LLMClient
-from ragbot import RagBot
 
 
 @pytest.fixture(scope="session")

@@ -23,7 +23,7 @@ _LAZY = {
     "Judgement": "models",
     "Dialogue": "models",
     "Usage": "models",
-    "METRICS": "models",
+    "METRICS": "metrics",
     "Judges": "llm",
     "Model": "llm",
     "LLMClient": "llm",
@@ -43,8 +43,8 @@ if TYPE_CHECKING:
     from .dialogue import RagAdapter, arun_dialogue, arun_dialogues, run_dialogue
     from .documents import load_documents
     from .llm import Judges, LLMClient, Model
+    from .metrics import METRICS
     from .models import (
-        METRICS,
         Dialogue,
         Document,
         GeneratedTurn,

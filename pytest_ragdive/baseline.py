@@ -20,7 +20,7 @@ from syrupy.extensions.single_file import SingleFileSnapshotExtension
 from syrupy.location import PyTestLocation
 
 from .files import atomic_write_text
-from .models import METRICS
+from .metrics import METRICS
 
 DIRNAME = "__ragdive__"
 DIGITS = 4
@@ -75,7 +75,7 @@ def read(path: Path) -> dict[str, Any] | None:
         doc = json.loads(text)
         if not isinstance(doc.get("metrics"), dict) or "produced_by" not in doc:
             raise ValueError("no 'metrics' or 'produced_by'")
-        for metric, stats in doc["metrics"].items():
+        for stats in doc["metrics"].values():
             float(stats["min"]), float(stats["max"])
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
         raise BaselineError(

@@ -621,14 +621,14 @@ def register() -> None:
     from .llm import import_litellm
 
     litellm = import_litellm()
-    import litellm.utils
+    from litellm.utils import custom_llm_setup
 
     handler = _handler()
     entries = [e for e in litellm.custom_provider_map if e.get("provider") != PROVIDER]
     litellm.custom_provider_map = [*entries, {"provider": PROVIDER, "custom_handler": handler}]
     # litellm runs custom_llm_setup() at the start of every call; running it now also makes
     # helpers like litellm.get_llm_provider() know the provider before the first call.
-    litellm.utils.custom_llm_setup()
+    custom_llm_setup()
     if MODEL not in litellm.model_cost:
         litellm.register_model(
             {

@@ -19,7 +19,8 @@ from pydantic import BaseModel
 from .cache import CacheMiss
 from .generator import history_view
 from .llm import LLMClient, Model, ModelError, ReplyError, import_litellm
-from .models import METRICS, MULTI_TURN_METRICS, Dialogue, Judgement, Turn
+from .metrics import METRICS, MULTI_TURN_METRICS
+from .models import Dialogue, Judgement, Turn
 from .templates import render
 
 RAGAS_METRICS = ("faithfulness", "context_precision", "context_recall")
@@ -68,7 +69,7 @@ async def evaluate(
                 assert ragas is not None
                 jobs.append((turn, metric, ragas.job(metric, turn)))
     results = await asyncio.gather(*(_scored(job) for _, _, job in jobs), return_exceptions=True)
-    for (turn, metric, _), result in zip(jobs, results):
+    for (turn, metric, _), result in zip(jobs, results, strict=True):
         if isinstance(result, BaseException):
             raise result
         turn.judgements[metric] = result

@@ -209,7 +209,7 @@ class LLMClient:
         """A reply parsed into ``schema``. An invalid reply is retried, showing the model
         its error, up to ``reply_retries`` times; then :class:`ReplyError`."""
         messages = list(messages)
-        for attempt in range(self.reply_retries + 1):
+        for _ in range(self.reply_retries + 1):
             text = await self.complete(
                 model,
                 messages,

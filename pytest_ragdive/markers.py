@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from .metrics import METRICS
+
 if TYPE_CHECKING:
     from .models import Document
 
@@ -56,8 +58,6 @@ def check_options(options: dict[str, Any], where: str = "ragdive.conversation") 
         raise ValueError(f"{where}: role={role!r} is not {OPTIONS['role']}")
     metrics = options.get("metrics")
     if metrics is not None:
-        from .models import METRICS
-
         if isinstance(metrics, str) or not metrics or set(metrics) - set(METRICS):
             raise ValueError(f"{where}: metrics={metrics!r} is not {OPTIONS['metrics']}")
 

@@ -18,18 +18,6 @@ RejectionCategory = Literal[
     "document_mentioned",
 ]
 
-#: Metric name -> True when higher is better. Forgetfulness is the one where 0 is best.
-METRICS: dict[str, bool] = {
-    "correctness": True,
-    "faithfulness": True,
-    "context_precision": True,
-    "context_recall": True,
-    "forgetfulness": False,
-    "context_retention": True,
-}
-MULTI_TURN_METRICS = ("forgetfulness", "context_retention")
-
-
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .markers import MARKER
+from .metrics import METRICS
 from .runner import Runner
 
 if TYPE_CHECKING:
@@ -19,10 +20,7 @@ if TYPE_CHECKING:
     from .llm import Judges, LLMClient
     from .models import Dialogue, Document
 
-DEFAULT_METRICS = (
-    "correctness", "faithfulness", "context_precision", "context_recall",
-    "forgetfulness", "context_retention",
-)
+DEFAULT_METRICS = tuple(METRICS)
 
 
 @dataclass(frozen=True)
@@ -405,8 +403,6 @@ def _usage(dialogues: list[Dialogue]) -> dict[str, float]:
 
 def _culprit(dialogue: Dialogue, metric: str) -> str:
     """The turn whose judgement pulled ``metric`` the wrong way, with the judge's reason."""
-    from .models import METRICS
-
     judged = [(t.index, t.judgements[metric]) for t in dialogue.turns
               if metric in t.judgements and t.judgements[metric].score is not None]
     if not judged:

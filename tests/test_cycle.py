@@ -9,7 +9,8 @@ def xdist(request: pytest.FixtureRequest) -> list[str]:
 
 
 def test_full_cycle(project, xdist, monkeypatch):
-    run = lambda *args: project.runpytest_subprocess("-m", "ragdive", *xdist, *args)
+    def run(*args: str) -> pytest.RunResult:
+        return project.runpytest_subprocess("-m", "ragdive", *xdist, *args)
 
     missing = run()
     missing.assert_outcomes(failed=2)
