@@ -30,9 +30,6 @@ class Runner:
             self._futures[key] = future
         return future
 
-    def pending(self, key: Hashable) -> bool:
-        return key in self._futures
-
     def _ensure_loop(self) -> asyncio.AbstractEventLoop:
         if self._loop is None:
             loop = asyncio.new_event_loop()
