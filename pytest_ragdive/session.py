@@ -216,7 +216,6 @@ class RagdiveSession:
             "client": client,
             "adapter_timeout": _float(self.config, "ragdive_adapter_timeout"),
             "dialogue_timeout": _float(self.config, "ragdive_dialogue_timeout"),
-            "progress": lambda *event: self._progress.put(event),
         }
         seeds = range(settings.runs) if self.update else range(1)
 
@@ -224,7 +223,10 @@ class RagdiveSession:
             return [
                 self.runner.submit(
                     (it.nodeid, seed),
-                    lambda seed=seed: arun_dialogue(doc, adapter, seed=seed, **options),
+                    lambda seed=seed: arun_dialogue(
+                        doc, adapter, seed=seed, progress=self._reporter(seed, len(seeds)),
+                        **options,
+                    ),
                 )
                 for seed in seeds
             ]
@@ -240,6 +242,10 @@ class RagdiveSession:
         dialogues = self._wait(own)
         self._dialogues[item.nodeid] = (settings, judges, dialogues)
         return dialogues[0]
+
+    def _reporter(self, seed: int, runs: int) -> Any:
+        run = f" (run {seed + 1}/{runs})" if runs > 1 else ""
+        return lambda document, turn, stage: self._progress.put((document + run, turn, stage))
 
     def _wait(self, futures: list[concurrent.futures.Future[Any]]) -> list[Any]:
         """Wait for ``futures``, showing progress with ``-v``."""
