@@ -19,8 +19,12 @@ class FirstQuestion(BaseModel):
 
 
 class NextQuestion(BaseModel):
-    rag_input: str
+    """What the generator writes for later turns. The self-contained question comes
+    first and the short follow-up form second: writing the full question and then
+    shortening it is what keeps small models from repeating the subject."""
+
     standalone_question: str
+    rag_input: str
     ground_truth: str
     question_type: Literal["follow_up", "clarification", "correction", "comparative"]
 

@@ -3,7 +3,7 @@
 ``scripted({...})`` registers a litellm custom provider named ``fake`` and returns a
 model name such as ``"fake/1"`` whose replies come from the given responders, chosen
 by the name of the JSON schema the caller asked for (``GeneratedTurn``'s stage
-schemas ``FirstQuestion``/``NextQuestion``, ``ValidatorReply``, ``Ruling``, and
+schemas ``FirstQuestion``/``NextQuestion``, ``Checklist``, ``Ruling``, and
 ragas' ``StatementGeneratorOutput``, ``NLIStatementOutput``,
 ``ContextPrecisionOutput``, ``ContextRecallOutput``). A responder gets the request's
 messages and returns a dict, a pydantic object or a raw string (to script a malformed
@@ -45,7 +45,9 @@ def _generic(schema: str) -> Responder:
             "ground_truth": "More about the topic.",
             "question_type": "follow_up",
         },
-        "ValidatorReply": {"categories": [], "feedback": "", "valid": True},
+        "Checklist": {"refers_back": True, "standalone": True, "same_meaning": True,
+                      "answer_supported": True, "type_fits": True,
+                      "source_not_mentioned": True, "feedback": ""},
         "Ruling": {"reason": "fine", "verdict": 1},
         "StatementGeneratorOutput": {"statements": ["The answer makes one claim."]},
         "NLIStatementOutput": {

@@ -10,12 +10,32 @@ from .models import Document, GeneratedTurn, RejectionCategory, Turn, Verdict
 from .templates import render
 
 
-class ValidatorReply(BaseModel):
-    """The validator's JSON: the rules it found broken come before its decision."""
+class Checklist(BaseModel):
+    """The validator's JSON: one yes/no per rule, then what to fix.
 
-    categories: list[RejectionCategory]
+    A checklist of separate decisions is answered far more reliably than a list of
+    broken rules to pick from (small models copy the whole list); the rejection
+    categories follow from the failed checks.
+    """
+
+    refers_back: bool
+    standalone: bool
+    same_meaning: bool
+    answer_supported: bool
+    type_fits: bool
+    source_not_mentioned: bool
     feedback: str
-    valid: bool
+
+
+#: check -> the paper's rejection class when it fails, and whether turn 1 has it
+CHECKS: dict[str, tuple[RejectionCategory, bool]] = {
+    "refers_back": ("rag_input_not_connected", False),
+    "standalone": ("not_standalone", False),
+    "same_meaning": ("question_not_consistent", False),
+    "answer_supported": ("ground_truth", True),
+    "type_fits": ("type", False),
+    "source_not_mentioned": ("document_mentioned", True),
+}
 
 
 async def validate_turn(
@@ -35,11 +55,14 @@ async def validate_turn(
         candidate=candidate,
     )
     try:
-        reply = await client.structured(
-            model, [{"role": "user", "content": prompt}], ValidatorReply
-        )
+        reply = await client.structured(model, [{"role": "user", "content": prompt}], Checklist)
     except ReplyError as exc:
         return Verdict(valid=False, feedback=f"the validator's reply could not be read: {exc}")
-    if reply.valid:
+    failed = [
+        category
+        for check, (category, on_first_turn) in CHECKS.items()
+        if (history or on_first_turn) and not getattr(reply, check)
+    ]
+    if not failed:
         return Verdict(valid=True)
-    return Verdict(valid=False, categories=reply.categories, feedback=reply.feedback)
+    return Verdict(valid=False, categories=failed, feedback=reply.feedback)

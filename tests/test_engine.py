@@ -25,6 +25,13 @@ class Bot:
         return ragdive.RagAnswer(answer=f"It is 120 m. ({question})", contexts=[DOC.text])
 
 
+def checklist(**failed: object) -> dict:
+    """A validator reply: every check passes unless given here."""
+    checks = dict.fromkeys(("refers_back", "standalone", "same_meaning", "answer_supported",
+                            "type_fits", "source_not_mentioned"), True)
+    return {**checks, "feedback": "", **failed}
+
+
 def run(model: str, adapter: object, tmp_path: Path, **options: object) -> ragdive.Dialogue:
     options.setdefault("turns", 3)
     return ragdive.run_dialogue(
@@ -66,23 +73,21 @@ def test_scores_average_the_turn_verdicts(tmp_path: Path) -> None:
 
 
 def test_invalid_turn_is_regenerated_with_the_feedback(tmp_path: Path) -> None:
-    verdicts = iter([
-        {"categories": ["not_standalone"], "feedback": "say which tower", "valid": False},
-    ])
+    verdicts = iter([checklist(answer_supported=False, feedback="say which tower")])
 
     def validator(messages: list[dict]) -> dict:
-        return next(verdicts, {"categories": [], "feedback": "", "valid": True})
+        return next(verdicts, checklist())
 
     def first(messages: list[dict]) -> dict:
         retry = "rejected your previous attempt" in messages[-1]["content"]
         question = "How tall is the Alder Tower?" if retry else "How tall is it?"
         return {"question": question, "ground_truth": "120 m"}
 
-    model = scripted({"ValidatorReply": validator, "FirstQuestion": first})
+    model = scripted({"Checklist": validator, "FirstQuestion": first})
     dialogue = run(model, Bot(), tmp_path, turns=2)
     assert dialogue.errors == {}
     rejected = dialogue.turns[0].rejections
-    assert [r.verdict.categories for r in rejected] == [["not_standalone"]]
+    assert [r.verdict.categories for r in rejected] == [["ground_truth"]]
     generator_prompts = [m[-1]["content"] for s, m in calls(model) if s == "FirstQuestion"]
     assert len(generator_prompts) == 2
     assert "say which tower" not in generator_prompts[0]
@@ -90,8 +95,8 @@ def test_invalid_turn_is_regenerated_with_the_feedback(tmp_path: Path) -> None:
 
 
 def test_exhausted_regenerations_end_the_dialogue_naming_turn_and_feedback(tmp_path: Path) -> None:
-    model = scripted({"ValidatorReply": lambda m: {
-        "categories": ["ground_truth"], "feedback": "the answer key is wrong", "valid": False}})
+    model = scripted({"Checklist": lambda m: checklist(
+        answer_supported=False, feedback="the answer key is wrong")})
     dialogue = run(model, Bot(), tmp_path, max_regenerations=2)
     assert dialogue.turns == [] and dialogue.scores == {}
     error = dialogue.errors["dialogue"]
@@ -99,11 +104,11 @@ def test_exhausted_regenerations_end_the_dialogue_naming_turn_and_feedback(tmp_p
 
 
 def test_unparseable_validator_reply_is_a_rejection_not_a_pass(tmp_path: Path) -> None:
-    model = scripted({"ValidatorReply": lambda m: "sure, looks fine!"})
+    model = scripted({"Checklist": lambda m: "sure, looks fine!"})
     dialogue = run(model, Bot(), tmp_path, max_regenerations=0)
     assert "could not be read" in dialogue.errors["dialogue"]
     # the client showed the model its error before giving up
-    validator_calls = [m for s, m in calls(model) if s == "ValidatorReply"]
+    validator_calls = [m for s, m in calls(model) if s == "Checklist"]
     assert len(validator_calls) == 3
     assert "That reply is invalid" in validator_calls[1][-1]["content"]
 
@@ -227,3 +232,28 @@ def test_run_dialogues_shares_one_limit(tmp_path: Path) -> None:
         metrics=["correctness"], cache_dir=tmp_path / "c"))
     assert [d.document_id for d in dialogues] == ["d0", "d1", "d2"]
     assert all(d.scores == {"correctness": 1.0} for d in dialogues)
+
+
+def test_validator_checks_that_do_not_apply_to_turn_one_are_ignored(tmp_path: Path) -> None:
+    def validator(messages: list[dict]) -> dict:
+        first_turn = "Generated turn 1:" in messages[-1]["content"]
+        # a confused judge fails the follow-up checks on turn 1: they do not apply there
+        return checklist(refers_back=False) if first_turn else checklist()
+
+    turns = iter([checklist(refers_back=False, feedback="refer back to the tower")])
+    dialogue = run(scripted({"Checklist": validator}), Bot(), tmp_path, turns=1,
+                   metrics=["correctness"])
+    assert dialogue.errors == {} and dialogue.turns[0].rejections == []
+
+    def follow_up(messages: list[dict]) -> dict:
+        retry = "rejected your previous attempt" in messages[-1]["content"]
+        return {"standalone_question": "When did the Alder Tower open?",
+                "rag_input": "When did it open?" if retry else "When did the Alder Tower open?",
+                "ground_truth": "1931", "question_type": "follow_up"}
+
+    model = scripted({"NextQuestion": follow_up,
+                      "Checklist": lambda m: checklist() if "Generated turn 1:" in
+                      m[-1]["content"] else next(turns, checklist())})
+    second = run(model, Bot(), tmp_path / "2", turns=2, metrics=["correctness"])
+    assert [r.verdict.categories for r in second.turns[1].rejections] == [
+        ["rag_input_not_connected"]]
