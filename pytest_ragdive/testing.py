@@ -47,7 +47,7 @@ def _generic(schema: str) -> Responder:
         },
         "Checklist": {"refers_back": True, "standalone": True, "same_meaning": True,
                       "answer_supported": True, "type_fits": True,
-                      "source_not_mentioned": True, "feedback": ""},
+                      "reads_naturally": True, "feedback": ""},
         "Ruling": {"reason": "fine", "verdict": 1},
         "StatementGeneratorOutput": {"statements": ["The answer makes one claim."]},
         "NLIStatementOutput": {

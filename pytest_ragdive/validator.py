@@ -23,7 +23,7 @@ class Checklist(BaseModel):
     same_meaning: bool
     answer_supported: bool
     type_fits: bool
-    source_not_mentioned: bool
+    reads_naturally: bool
     feedback: str
 
 
@@ -34,7 +34,7 @@ CHECKS: dict[str, tuple[RejectionCategory, bool]] = {
     "same_meaning": ("question_not_consistent", False),
     "answer_supported": ("ground_truth", True),
     "type_fits": ("type", False),
-    "source_not_mentioned": ("document_mentioned", True),
+    "reads_naturally": ("document_mentioned", True),
 }
 
 
