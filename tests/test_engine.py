@@ -257,3 +257,23 @@ def test_validator_checks_that_do_not_apply_to_turn_one_are_ignored(tmp_path: Pa
     second = run(model, Bot(), tmp_path / "2", turns=2, metrics=["correctness"])
     assert [r.verdict.categories for r in second.turns[1].rejections] == [
         ["rag_input_not_connected"]]
+
+
+def test_transient_provider_errors_are_retried(tmp_path: Path) -> None:
+    failures = iter([True])
+
+    def flaky(messages: list[dict]) -> dict:
+        if next(failures, False):
+            raise ConnectionError("provider hiccup")
+        return {"reason": "fine", "verdict": 1}
+
+    dialogue = run(scripted({"Ruling": flaky}), Bot(), tmp_path, turns=1,
+                   metrics=["correctness"])
+    assert dialogue.errors == {} and dialogue.scores == {"correctness": 1.0}
+
+
+def test_missing_recording_in_replay_mode_names_model_and_prompt(tmp_path: Path) -> None:
+    dialogue = run(scripted(name="replay"), Bot(), tmp_path, record_mode="none")
+    error = dialogue.errors["dialogue"]
+    assert "no recorded response for model 'fake/replay'" in error
+    assert "You play a user" in error and "--ragdive-record-mode=new" in error
