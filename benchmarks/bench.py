@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Benchmark of pytest-ragdive, run by hand (not a test):
 
-    python benchmarks/bench.py            # everything, about 15 minutes on 2 cores
-    python benchmarks/bench.py --quick    # one run per configuration, about 5 minutes
-    python benchmarks/bench.py --only startup|concurrency|tokens
+    python benchmarks/bench.py            # everything, about 16 minutes on 2 cores
+    python benchmarks/bench.py --quick    # one run per configuration, about 7 minutes
+    python benchmarks/bench.py --only startup|concurrency|tokens|what-if
+    python benchmarks/bench.py --what-if  # also: the proposed fixes, simulated (+5 minutes)
 
 It writes a throw-away pytest project into a temp dir (a conftest with the scripted fake
 model of ``pytest_ragdive.testing`` answering after a fixed latency, an adapter that
@@ -27,7 +28,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import textwrap
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -42,10 +42,6 @@ PLUGINS_OFF = [
     "-p", "no:benchmark", "-p", "no:syrupy", "-p", "no:anyio", "-p", "no:xdist",
     "-p", "no:xdist.looponfail",
 ]
-
-#: The engine's metrics; the ragas ones are multi-step (see ``eval_chains``).
-METRICS = ("correctness", "faithfulness", "context_precision", "context_recall",
-           "forgetfulness", "context_retention")
 
 # --------------------------------------------------------------------------------------
 # The generated project. COMMON is both the body of the generated conftest.py and what
@@ -164,18 +160,50 @@ class Config:
     adapter_latency: float
     concurrency: int
     contexts: int = 2
+    patch: str = ""  # a key of WHAT_IF: code appended to the conftest
+
+
+#: --what-if: changes to the plugin proposed in benchmarks/README.md, simulated from the
+#: generated conftest (the plugin itself is not touched).
+WHAT_IF = {
+    "import": """
+import threading
+
+
+def _warm():  # what the first evaluation would import on the event loop
+    import instructor, ragas.llms, ragas.metrics.collections  # noqa: F401
+
+
+def pytest_collection_finish(session):
+    threading.Thread(target=_warm, daemon=True).start()
+""",
+    "import+freeze": """
+import gc
+import threading
+
+
+def _warm():
+    import instructor, ragas.llms, ragas.metrics.collections  # noqa: F401
+    gc.freeze()  # the long-lived import graph leaves the collector's work
+
+
+def pytest_collection_finish(session):
+    threading.Thread(target=_warm, daemon=True).start()
+""",
+}
 
 
 def make_project(root: Path, cfg: Config) -> Path:
     project = root / (f"p-{cfg.documents}d-{cfg.turns}t-{cfg.model_latency}-"
-                      f"{cfg.adapter_latency}-{cfg.contexts}c")
+                      f"{cfg.adapter_latency}-{cfg.contexts}c{cfg.patch and '-' + cfg.patch}")
     if project.exists():
         return project
     project.mkdir(parents=True)
     (project / "pytest.ini").write_text("[pytest]\n")
     (project / "conftest.py").write_text(CONFTEST.format(
         model_latency=cfg.model_latency, adapter_latency=cfg.adapter_latency,
-        contexts=cfg.contexts, documents=cfg.documents, common=COMMON))
+        contexts=cfg.contexts, documents=cfg.documents, common=COMMON)
+        + WHAT_IF.get(cfg.patch, ""))
     (project / "test_bench.py").write_text(TEST_MODULE.format(turns=cfg.turns))
     return project
 
@@ -225,11 +253,13 @@ def structure(turns: int, contexts: int) -> Structure:
                      calls=2 * turns + sum(n for _, n in chains))
 
 
-def ideal_makespan(cfg: Config) -> float:
+def ideal_makespan(cfg: Config, hold: float | None = None) -> float:
     """Makespan of ``cfg.documents`` dialogues started together, with the engine's
     dependencies, a FIFO limit of ``cfg.concurrency`` model calls in flight (the
     LLMClient semaphore; adapter calls are outside it) and zero CPU time: the best
-    any scheduler of this engine could do."""
+    any scheduler of this engine could do. ``hold``: seconds a call keeps its slot,
+    instead of the model latency (to price in per-call overhead inside the limit)."""
+    hold = cfg.model_latency if hold is None else hold
     now, seq = 0.0, 0
     events: list[tuple[float, int, Callable[[], None]]] = []
     free, waiting = cfg.concurrency, deque()
@@ -244,7 +274,7 @@ def ideal_makespan(cfg: Config) -> float:
         nonlocal free
         if free:
             free -= 1
-            at(cfg.model_latency, lambda: release(then))
+            at(hold, lambda: release(then))
         else:
             waiting.append(then)
 
@@ -252,7 +282,7 @@ def ideal_makespan(cfg: Config) -> float:
         nonlocal free
         if waiting:
             nxt = waiting.popleft()
-            at(cfg.model_latency, lambda: release(nxt))
+            at(hold, lambda: release(nxt))
         else:
             free += 1
         then()
@@ -295,7 +325,8 @@ def ideal_makespan(cfg: Config) -> float:
 # Running pytest
 # --------------------------------------------------------------------------------------
 
-SESSION = re.compile(r"(\d+) passed.* in ([\d.]+)s")
+SESSION = re.compile(r" in ([\d.]+)s")
+OUTCOME = re.compile(r"(\d+) (passed|failed)")
 SUMMARY = re.compile(
     r"dialogues (\d+), turns (\d+), validator rejections (\d+) .*model calls (\d+), "
     r"cache hits (\d+), tokens (\d+) in / (\d+) out")
@@ -312,9 +343,12 @@ class Run:
     hits: int
     tokens_in: int
     tokens_out: int
+    failed: int = 0
 
 
-def run_pytest(project: Path, cfg: Config, cache: Path) -> Run:
+def run_pytest(project: Path, cfg: Config, cache: Path, may_fail: bool = False) -> Run:
+    """One pytest run. ``may_fail``: items may fail (a 1-turn dialogue cannot score the
+    multi-turn metrics, which fails its item); the timing and the summary still count."""
     command = [sys.executable, "-m", "pytest", "-m", "ragdive", "-q", *PLUGINS_OFF,
                "--ragdive-update", "--ragdive-runs", "1", "--ragdive-cache-dir", str(cache),
                "--ragdive-concurrency", str(cfg.concurrency)]
@@ -323,12 +357,17 @@ def run_pytest(project: Path, cfg: Config, cache: Path) -> Run:
     process = time.perf_counter() - start
     lines = [line for line in done.stdout.splitlines() if line.strip()]
     session = SESSION.search(lines[-1]) if lines else None
+    outcomes = dict((kind, int(n)) for n, kind in OUTCOME.findall(lines[-1] if lines else ""))
     summary = next((m for m in map(SUMMARY.search, lines) if m), None)
-    if done.returncode != 0 or session is None or summary is None \
-            or int(session.group(1)) != cfg.documents:
+    complete = sum(outcomes.values()) == cfg.documents and (
+        may_fail or (done.returncode == 0 and outcomes.get("passed") == cfg.documents))
+    if session is None or summary is None or not complete:
         raise SystemExit(f"pytest failed for {cfg}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
     d, t, r, c, h, ti, to = map(int, summary.groups())
-    return Run(process, float(session.group(2)), d, t, r, c, h, ti, to)
+    if h:  # the cache is fresh: a hit means two requests were equal and one never waited
+        raise SystemExit(f"{h} cache hits with a fresh cache for {cfg}: the script repeats "
+                         f"requests (see first_question/next_question in COMMON)")
+    return Run(process, float(session.group(1)), d, t, r, c, h, ti, to, outcomes.get("failed", 0))
 
 
 def load() -> str:
@@ -364,18 +403,27 @@ class Measured:
         return median([r.process for r in self.runs])
 
 
-def measure(root: Path, cfg: Config, repeats: int) -> Measured:
-    project = make_project(root, cfg)
-    result = Measured(cfg)
-    for i in range(repeats):
+def measure(root: Path, cfg: Config, repeats: int, may_fail: bool = False) -> Measured:
+    return measure_all(root, [cfg], repeats, may_fail, interleave=False)[0]
+
+
+def measure_all(root: Path, configs: Sequence[Config], repeats: int, may_fail: bool = False,
+                interleave: bool = True) -> list[Measured]:
+    """``repeats`` runs of each config; interleaved, load drifts hit all configs alike."""
+    results = [Measured(cfg) for cfg in configs]
+    order = ([(i, m) for i in range(repeats) for m in results] if interleave
+             else [(i, m) for m in results for i in range(repeats)])
+    for i, result in order:
+        cfg = result.cfg
+        project = make_project(root, cfg)
         cache = project / f"cache-{cfg.concurrency}-{i}-{time.monotonic_ns()}"
-        run = run_pytest(project, cfg, cache)
+        run = run_pytest(project, cfg, cache, may_fail)
         shutil.rmtree(cache, ignore_errors=True)
         result.runs.append(run)
         print(f"  {cfg.label}: run {i + 1}/{repeats}: process {run.process:.2f}s, "
-              f"session {run.session:.2f}s, {run.calls} calls, {run.hits} cache hits "
-              f"(load {load()})", flush=True)
-    return result
+              f"session {run.session:.2f}s, {run.calls} calls, {run.hits} cache hits"
+              f"{f', {run.failed} failed' if run.failed else ''} (load {load()})", flush=True)
+    return results
 
 
 # --------------------------------------------------------------------------------------
@@ -384,47 +432,71 @@ def measure(root: Path, cfg: Config, repeats: int) -> Measured:
 # --------------------------------------------------------------------------------------
 
 def probe(turns: int, contexts: int, model_latency: float, adapter_latency: float,
-          documents: int) -> dict[str, Any]:
+          documents: int, concurrency: int) -> dict[str, Any]:
+    import gc
+
     from pytest_ragdive import testing
     from pytest_ragdive.cache import ResponseCache
-    from pytest_ragdive.llm import LLMClient
+    from pytest_ragdive.llm import LLMClient, import_litellm
+
+    out: dict[str, Any] = {}
+    start = time.perf_counter()
+    import_litellm()
+    out["import_litellm"] = time.perf_counter() - start
+    start = time.perf_counter()
+    import instructor  # noqa: F401 - what evaluator._RagasMetrics imports first
+    import ragas.llms  # noqa: F401
+    import ragas.metrics.collections  # noqa: F401
+    out["import_ragas"] = time.perf_counter() - start
+    start = time.perf_counter()
+    gc.collect()
+    out["gc_collect"] = time.perf_counter() - start  # pytest runs 5 at exit
 
     space: dict[str, Any] = {}
     exec(COMMON, space)  # noqa: S102 - our own source, the conftest's body
     ragdive = space["ragdive"]
-    generic = testing._generic  # the documented default replies, reused for timing
 
-    def stamped(stamps: list[tuple[str, float]]) -> dict[str, Any]:
-        responders = {}
-        for schema in ("FirstQuestion", "NextQuestion", "ValidatorReply", "Ruling",
-                       "StatementGeneratorOutput", "NLIStatementOutput",
-                       "ContextPrecisionOutput", "ContextRecallOutput"):
-            base = space["RESPONDERS"].get(schema) or generic(schema)
+    # when each call of the timed model ended: the fake provider builds its reply once
+    # the latency is over, through testing._reply (looked up at call time)
+    stamps: list[tuple[str, float]] = []
+    reply = testing._reply
 
-            def responder(messages: Any, schema: str = schema, base: Any = base) -> Any:
-                # the fake model calls its responder when its latency is over
-                stamps.append((schema, asyncio.get_running_loop().time()))
-                return base(messages)
-            responders[schema] = responder
-        return responders
+    def stamped_reply(model: str, kwargs: Any) -> str:
+        if model == "fake/probe-latency":
+            stamps.append((testing.schema_name(kwargs), asyncio.get_running_loop().time()))
+        return reply(model, kwargs)
 
+    testing._reply = stamped_reply  # type: ignore[assignment]
+
+    # how long each model call holds its slot of the concurrency limit
+    holds: list[float] = []
+    call = LLMClient._call
+
+    async def timed_call(self: Any, request: Any, model: Any) -> Any:
+        begin = asyncio.get_running_loop().time()
+        try:
+            return await call(self, request, model)
+        finally:
+            holds.append(asyncio.get_running_loop().time() - begin)
+
+    LLMClient._call = timed_call  # type: ignore[method-assign]
     tmp = Path(tempfile.mkdtemp(prefix="ragdive-probe-"))
     docs = space["make_documents"](documents + 2)
-    out: dict[str, Any] = {}
 
     async def main() -> None:
-        # warm-up: imports ragas and instructor, builds litellm's lazy state
+        loop = asyncio.get_running_loop()
+        # warm-up: builds litellm's and instructor's lazy state
         warm = testing.scripted(space["RESPONDERS"], name="probe-warm")
         await ragdive.arun_dialogue(docs[-1], space["Bot"](0, contexts),
                                     judges=ragdive.Judges(warm), turns=2,
                                     cache_dir=tmp / "warm")
         # 1. one dialogue with latency and no binding limit: its wall time is the
         #    critical path plus the CPU time spent along it
-        stamps: list[tuple[str, float]] = []
         answers: list[float] = []
-        model = testing.scripted(stamped(stamps), name="probe-latency", latency=model_latency)
+        holds.clear()
+        model = testing.scripted(space["RESPONDERS"], name="probe-latency",
+                                 latency=model_latency)
         client = LLMClient(ResponseCache(tmp / "one"), concurrency=10_000)
-        loop = asyncio.get_running_loop()
         t0 = loop.time()
         dialogue = await ragdive.arun_dialogue(
             docs[-2], space["Bot"](adapter_latency, contexts, answers),
@@ -433,6 +505,7 @@ def probe(turns: int, contexts: int, model_latency: float, adapter_latency: floa
         out["one_errors"] = dialogue.errors
         out["one_calls"] = dialogue.usage.calls
         out["one_hits"] = dialogue.usage.cache_hits
+        out["one_hold_alone"] = statistics.mean(holds[:2 * turns])  # one call in flight
         out["schemas"] = {}
         for schema, _ in stamps:
             out["schemas"][schema] = out["schemas"].get(schema, 0) + 1
@@ -450,25 +523,35 @@ def probe(turns: int, contexts: int, model_latency: float, adapter_latency: floa
                 waves.append([t])
         out["eval_waves"] = [len(w) for w in waves]
         out["eval_wave_ends"] = [round(w[-1] - answers[-1], 3) for w in waves]
-        # 2. engine CPU per model call: the same dialogues with zero latency
+        # 2. all dialogues at once under the limit, as the plugin runs them, minus pytest
+        holds.clear()
+        model = testing.scripted(space["RESPONDERS"], name="probe-many", latency=model_latency)
+        cpu0, t0 = time.process_time(), loop.time()
+        many = await ragdive.arun_dialogues(
+            docs[:documents], space["Bot"](adapter_latency, contexts),
+            judges=ragdive.Judges(model), concurrency=concurrency, turns=turns,
+            cache_dir=tmp / "many")
+        out["many"] = {"wall": loop.time() - t0, "cpu": time.process_time() - cpu0,
+                       "calls": sum(d.usage.calls for d in many),
+                       "hold_mean": statistics.mean(holds), "hold_median": statistics.median(holds)}
+        # 3. engine CPU per model call: the same dialogues with zero latency
         for n, key in ((1, "cpu_one"), (documents, "cpu_many")):
             fast = testing.scripted(space["RESPONDERS"], name=f"probe-fast-{n}")
-            cpu0, wall0 = time.process_time(), loop.time()
+            cpu0, t0 = time.process_time(), loop.time()
             many = await ragdive.arun_dialogues(
                 docs[:n], space["Bot"](0, contexts), judges=ragdive.Judges(fast),
-                concurrency=16, turns=turns, cache_dir=tmp / key)
-            calls = sum(d.usage.calls for d in many)
-            out[key] = {"dialogues": n, "calls": calls, "cpu": time.process_time() - cpu0,
-                        "wall": loop.time() - wall0}
+                concurrency=concurrency, turns=turns, cache_dir=tmp / key)
+            out[key] = {"dialogues": n, "calls": sum(d.usage.calls for d in many),
+                        "cpu": time.process_time() - cpu0, "wall": loop.time() - t0}
 
     asyncio.run(main())
     shutil.rmtree(tmp, ignore_errors=True)
     return out
 
 
-def run_probe(turns: int, contexts: int, model_latency: float, adapter_latency: float,
-              documents: int) -> dict[str, Any]:
-    args = json.dumps([turns, contexts, model_latency, adapter_latency, documents])
+def run_probe(cfg: Config) -> dict[str, Any]:
+    args = json.dumps([cfg.turns, cfg.contexts, cfg.model_latency, cfg.adapter_latency,
+                       cfg.documents, cfg.concurrency])
     done = subprocess.run([sys.executable, __file__, "--probe", args],
                           capture_output=True, text=True)
     if done.returncode != 0:
@@ -490,29 +573,27 @@ def section_concurrency(root: Path, repeats: int) -> str:
         Config("C=1000 (no limit)", 20, 5, 0.2, 0.05, concurrency=1000),
     ]
     shape = structure(base.turns, base.contexts)
-    print(f"\n== concurrency (load {load()}) ==", flush=True)
-    print(f"probing the engine in-process (turns {base.turns}, contexts {base.contexts}) ...",
-          flush=True)
-    p = run_probe(base.turns, base.contexts, base.model_latency, base.adapter_latency,
-                  base.documents)
     critical = shape.critical_path(base.model_latency, base.adapter_latency)
+    print(f"\n== concurrency (load {load()}) ==", flush=True)
+    print(f"probing the engine in-process ({base.documents} documents, {base.turns} turns, "
+          f"{base.contexts} contexts, C={base.concurrency}) ...", flush=True)
+    p = run_probe(base)
     lines = [
         f"critical path of one dialogue, from the engine's structure: "
-        f"{base.turns} turns x (generator + validator) = {2 * base.turns} model calls, "
+        f"{base.turns} turns x (generator + validator) = {2 * base.turns} model calls "
         f"+ evaluation depth {shape.eval_depth} (faithfulness: statements then NLI = 2; "
         f"context_precision: {base.contexts} contexts one after the other = {base.contexts};"
-        f" others 1) = {shape.model_chain} x {base.model_latency * 1000:.0f} ms + "
+        f" the others 1) = {shape.model_chain} x {base.model_latency * 1000:.0f} ms, + "
         f"{shape.adapter_chain} adapter calls x {base.adapter_latency * 1000:.0f} ms "
         f"= {critical:.3f} s; {shape.calls} model calls per dialogue",
-        f"instrumented in-process arun_dialogue (no limit): wall {p['one_wall']:.3f} s "
+        f"instrumented in-process arun_dialogue, no limit: wall {p['one_wall']:.3f} s "
         f"(= {p['one_wall'] / critical:.2f} x critical path), {p['one_calls']} calls, "
-        f"{p['one_hits']} cache hits, model calls per turn before the adapter call "
-        f"{p['calls_per_turn']}, evaluation waves (calls ending together) "
-        f"{p['eval_waves']} ending at +{p['eval_wave_ends']} s after the last answer",
+        f"{p['one_hits']} cache hits; model calls per turn before the adapter call "
+        f"{p['calls_per_turn']}; evaluation waves (calls ending together) "
+        f"{p['eval_waves']} ending {p['eval_wave_ends']} s after the last answer",
         f"  calls by schema: {p['schemas']}",
     ]
-    counted_depth = len(p["eval_waves"])
-    counted_chain = sum(p["calls_per_turn"]) + counted_depth
+    counted_chain = sum(p["calls_per_turn"]) + len(p["eval_waves"])
     ok = (counted_chain == shape.model_chain and p["one_calls"] == shape.calls
           and not p["one_errors"])
     lines.append(f"  counted from the run: model chain {counted_chain}, calls {p['one_calls']}"
@@ -521,10 +602,10 @@ def section_concurrency(root: Path, repeats: int) -> str:
     cpu1, cpun = p["cpu_one"], p["cpu_many"]
     per_call = cpun["cpu"] / cpun["calls"] * 1000
     lines.append(
-        f"engine CPU at zero latency (in-process, after imports): 1 dialogue "
-        f"{cpu1['calls']} calls in {cpu1['wall']:.2f} s wall / {cpu1['cpu']:.2f} s CPU; "
-        f"{cpun['dialogues']} dialogues {cpun['calls']} calls in {cpun['wall']:.2f} s wall / "
-        f"{cpun['cpu']:.2f} s CPU = {per_call:.1f} ms CPU per model call")
+        f"engine CPU at zero latency, in-process after imports: 1 dialogue {cpu1['calls']} "
+        f"calls {cpu1['wall']:.2f} s wall / {cpu1['cpu']:.2f} s CPU; {cpun['dialogues']} "
+        f"dialogues {cpun['calls']} calls {cpun['wall']:.2f} s wall / {cpun['cpu']:.2f} s "
+        f"CPU = {per_call:.1f} ms CPU per model call")
     for line in lines:
         print(line, flush=True)
 
@@ -539,7 +620,7 @@ def section_concurrency(root: Path, repeats: int) -> str:
             f"{m.process:.2f}", f"{m.session:.2f}", f"{critical:.2f}", f"{ideal:.2f}",
             f"{m.session / critical:.1f}", f"{m.process / critical:.1f}",
             f"{m.session / ideal:.2f}",
-            f"{run.calls / run.dialogues:.0f}", f"{run.hits}",
+            f"{run.calls / run.dialogues:.0f}", f"{sum(r.hits for r in m.runs)}",
             f"{run.tokens_in / run.dialogues:.0f} / {run.tokens_out / run.dialogues:.0f}",
         ])
     header = ["config", "docs", "turns", "model ms", "adapter ms", "C", "process s",
@@ -548,23 +629,79 @@ def section_concurrency(root: Path, repeats: int) -> str:
     seq = next(m for m in measured if m.cfg.concurrency == 1)
     c16 = measured[0]
     target = 2 * critical
+    needed = next(c for c in range(1, 10_000) if ideal_makespan(
+        Config("", base.documents, base.turns, base.model_latency, base.adapter_latency, c))
+        <= target)
+    many = p["many"]
     lines += [
         "",
         table(header, rows),
         "",
         f"median of {repeats} run(s) each; 'session' is pytest's own 'in X.XXs', 'process' "
-        f"the subprocess wall time; ideal@C: FIFO limit of C calls in flight, zero CPU.",
+        f"the subprocess wall time; ideal@C: the engine's dependencies under a FIFO limit of "
+        f"C calls in flight, zero CPU; hits: cache hits over all runs (0: every call waited).",
         f"speed-up C=16 over C=1: {seq.session / c16.session:.1f}x (session), "
         f"{seq.process / c16.process:.1f}x (process)",
-        f"target wall <= 2 x critical path = {target:.2f} s: "
-        f"{'met' if c16.session <= target else 'MISSED'} (session {c16.session:.2f} s); "
-        f"the limit alone makes it {ideal_makespan(c16.cfg):.2f} s at best "
-        f"({shape.calls * c16.cfg.documents} calls x {c16.cfg.model_latency:g} s / "
-        f"{c16.cfg.concurrency} = "
-        f"{shape.calls * c16.cfg.documents * c16.cfg.model_latency / c16.cfg.concurrency:.2f}"
-        f" s of call time per slot)",
+        f"target wall <= 2 x critical path = {target:.2f} s at C=16: "
+        f"{'met' if c16.session <= target else 'MISSED'} (session {c16.session:.2f} s, "
+        f"{c16.session / critical:.1f}x). No scheduler can meet it at C=16: "
+        f"{shape.calls * base.documents} calls x {base.model_latency:g} s / {base.concurrency}"
+        f" slots = {shape.calls * base.documents * base.model_latency / base.concurrency:.2f}"
+        f" s, ideal schedule {ideal_makespan(base):.2f} s = "
+        f"{ideal_makespan(base) / critical:.1f}x; the smallest limit whose ideal schedule "
+        f"meets it is C={needed}.",
+        "",
+        f"where the time of the C={base.concurrency} run goes:",
+        f"  {ideal_makespan(base):6.2f} s  ideal schedule, each call holding its slot "
+        f"{base.model_latency * 1000:.0f} ms",
+        f"  {ideal_makespan(base, many['hold_mean']):6.2f} s  ideal schedule with the "
+        f"measured mean slot hold of {many['hold_mean'] * 1000:.0f} ms (median "
+        f"{many['hold_median'] * 1000:.0f} ms; {p['one_hold_alone'] * 1000:.0f} ms with one "
+        f"call in flight): litellm's per-call work (a thread hop to run its sync "
+        f"completion(), logging, cost) runs inside the slot and waits for the busy loop",
+        f"  {many['wall']:6.2f} s  measured in-process: arun_dialogues, "
+        f"{base.documents} documents, C={base.concurrency}, imports done "
+        f"({many['cpu']:.2f} s CPU for {many['calls']} calls)",
+        f"  {c16.session:6.2f} s  pytest session (median): + ragas/instructor import on "
+        f"the event loop at the first evaluation ({p['import_ragas']:.2f} s alone, it "
+        f"stalls every dialogue), pytest per-item work",
+        f"  {c16.process:6.2f} s  process: + interpreter, pytest and plugins, conftest "
+        f"(litellm import {p['import_litellm']:.2f} s), collection, and pytest's 5 x "
+        f"gc.collect() at exit ({p['gc_collect']:.2f} s each with litellm and ragas loaded)",
     ]
     return "\n".join(lines)
+
+
+def section_what_if(root: Path, repeats: int) -> str:
+    """The C=16 configuration with the proposed changes simulated from the conftest."""
+    base = Config("as is", 20, 5, 0.2, 0.05, concurrency=16)
+    critical = structure(base.turns, base.contexts).critical_path(0.2, 0.05)
+    needed = next(c for c in range(1, 10_000) if ideal_makespan(
+        Config("", base.documents, base.turns, base.model_latency, base.adapter_latency, c))
+        <= 2 * critical)
+    configs = [
+        base,
+        Config("ragas imported in a thread at collection", 20, 5, 0.2, 0.05, 16,
+               patch="import"),
+        Config("  + gc.freeze() after the imports", 20, 5, 0.2, 0.05, 16,
+               patch="import+freeze"),
+        Config(f"C={needed} as is", 20, 5, 0.2, 0.05, needed),
+        Config(f"C={needed} + import thread + gc.freeze()", 20, 5, 0.2, 0.05, needed,
+               patch="import+freeze"),
+    ]
+    print(f"\n== what if (load {load()}) ==", flush=True)
+    measured = measure_all(root, configs, repeats)
+    rows = [[m.cfg.label, m.cfg.concurrency, f"{m.process:.2f}", f"{m.session:.2f}",
+             f"{m.session - measured[0].session:+.2f}" if m.cfg.concurrency == 16 else "",
+             f"{m.process - measured[0].process:+.2f}" if m.cfg.concurrency == 16 else "",
+             f"{ideal_makespan(m.cfg):.2f}", f"{m.session / critical:.1f}"] for m in measured]
+    return "\n".join([
+        table(["20 docs x 5 turns, 200/50 ms", "C", "process s", "session s", "session diff",
+               "process diff", "ideal@C s", "session/crit"], rows), "",
+        f"median of {repeats} interleaved run(s) each; the changes are simulated from the "
+        f"generated conftest; C={needed} is the smallest limit whose ideal schedule meets "
+        f"2 x critical path ({2 * critical:.2f} s).",
+    ])
 
 
 def section_tokens(root: Path, repeats: int) -> str:
@@ -573,7 +710,7 @@ def section_tokens(root: Path, repeats: int) -> str:
     for turns in (1, 3, 5, 7):
         cfg = Config(f"turns={turns}", documents=4, turns=turns, model_latency=0.0,
                      adapter_latency=0.0, concurrency=16)
-        m = measure(root, cfg, repeats)
+        m = measure(root, cfg, repeats, may_fail=turns == 1)
         run = m.runs[0]
         tokens = (run.tokens_in + run.tokens_out) / run.dialogues
         per_dialogue.append((turns, tokens))
@@ -586,13 +723,33 @@ def section_tokens(root: Path, repeats: int) -> str:
               "tokens/dlg", "tokens/turn", "session s"]
     steps = [f"{b - a:.0f}" for (_, a), (_, b) in zip(per_dialogue, per_dialogue[1:])]
     (t1, k1), (tn, kn) = per_dialogue[0], per_dialogue[-1]
+    a, b, c = quadratic_fit(per_dialogue)
     return "\n".join([
         table(header, rows), "",
-        f"4 documents, zero latency, C=16; token counts are exact and deterministic (the "
-        f"fake model counts words), so one run each.",
+        "4 documents, zero latency, C=16; token counts are exact and deterministic (the "
+        "fake model counts words), so one run each. With turns=1 the items fail by design: "
+        "forgetfulness and context_retention need two turns.",
         f"growth: tokens/dialogue x{kn / k1:.2f} for turns x{tn / t1:.0f}; increments per "
         f"2 more turns: {', '.join(steps)} (constant = linear, growing = superlinear)",
+        f"least-squares fit tokens/dialogue = {a:.0f} + {b:.0f} T + {c:.1f} T^2; the T^2 "
+        f"term is {c * tn * tn / kn:.0%} of the total at T={tn}: every prompt grows "
+        f"linearly with the turns before it (history), so the dialogue's sum is quadratic "
+        f"with a small coefficient next to the per-turn cost of the document and templates",
     ])
+
+
+def quadratic_fit(points: Sequence[tuple[float, float]]) -> tuple[float, float, float]:
+    """Least squares y = a + b x + c x^2 (normal equations, Gauss-Jordan)."""
+    rows = [[sum(x ** (i + j) for x, _ in points) for j in range(3)]
+            + [sum(y * x ** i for x, y in points)] for i in range(3)]
+    for col in range(3):
+        pivot = rows[col][col]
+        rows[col] = [v / pivot for v in rows[col]]
+        for other in range(3):
+            if other != col:
+                factor = rows[other][col]
+                rows[other] = [v - factor * w for v, w in zip(rows[other], rows[col])]
+    return rows[0][3], rows[1][3], rows[2][3]
 
 
 def section_startup(root: Path, repeats: int) -> str:
@@ -603,20 +760,25 @@ def section_startup(root: Path, repeats: int) -> str:
     for module in range(10):
         body = "".join(f"def test_{module}_{n}():\n    pass\n\n\n" for n in range(20))
         (project / f"test_trivial_{module}.py").write_text(body)
-    base = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
-    arms = {"with ragdive": base, "-p no:ragdive": [*base, "-p", "no:ragdive"]}
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+    lean = [*command, *PLUGINS_OFF]  # the same without the other installed plugins
+    arms = {
+        "with ragdive": command, "-p no:ragdive": [*command, "-p", "no:ragdive"],
+        "lean, with ragdive": lean, "lean, -p no:ragdive": [*lean, "-p", "no:ragdive"],
+    }
     times: dict[str, list[float]] = {name: [] for name in arms}
-    for name, command in arms.items():  # warm the file system cache
-        subprocess.run(command, cwd=project, capture_output=True, check=True)
+    for name, argv in arms.items():  # warm the file system cache
+        subprocess.run(argv, cwd=project, capture_output=True, check=True)
     for i in range(repeats):
-        order = list(arms.items()) if i % 2 == 0 else list(arms.items())[::-1]
-        for name, command in order:  # interleaved, so load drifts hit both arms alike
-            start = time.perf_counter()
-            done = subprocess.run(command, cwd=project, capture_output=True, text=True)
-            times[name].append(time.perf_counter() - start)
-            if done.returncode != 0 or "200 passed" not in done.stdout:
-                raise SystemExit(f"start-up run failed:\n{done.stdout[-2000:]}")
-    on, off = times["with ragdive"], times["-p no:ragdive"]
+        # each pair back to back, alternating which goes first, so that load drifts
+        # hit both arms alike; the difference is taken pair by pair
+        for pair in (list(arms)[:2], list(arms)[2:]):
+            for name in (pair if i % 2 == 0 else pair[::-1]):
+                start = time.perf_counter()
+                done = subprocess.run(arms[name], cwd=project, capture_output=True, text=True)
+                times[name].append(time.perf_counter() - start)
+                if done.returncode != 0 or "200 passed" not in done.stdout:
+                    raise SystemExit(f"start-up run failed:\n{done.stdout[-2000:]}")
     # the plugin's own import cost, without the noise of whole pytest runs
     imports = []
     for _ in range(repeats):
@@ -626,26 +788,40 @@ def section_startup(root: Path, repeats: int) -> str:
              "pytest_ragdive.session"], capture_output=True, text=True, check=True)
         total = 0
         for line in done.stderr.splitlines():
-            parts = [p.strip() for p in line.split("|")]
-            if len(parts) == 3 and parts[2] in ("pytest_ragdive.plugin", "pytest_ragdive.session",
-                                                "pytest_ragdive"):
+            parts = [part.strip() for part in line.split("|")]
+            if len(parts) == 3 and parts[2] in ("pytest_ragdive", "pytest_ragdive.plugin",
+                                                "pytest_ragdive.session"):
                 total += int(parts[1])
         imports.append(total / 1000)
-    rows = [[name, len(t), f"{median(t) * 1000:.0f}", f"{min(t) * 1000:.0f}",
-             f"{max(t) * 1000:.0f}"] for name, t in times.items()]
+    rows = []
+    for on, off in (list(arms)[:2], list(arms)[2:]):
+        diffs = [a - b for a, b in zip(times[on], times[off])]
+        for name in (on, off):
+            t = times[name]
+            rows.append([name, len(t), f"{median(t) * 1000:.0f}", f"{min(t) * 1000:.0f}",
+                         f"{max(t) * 1000:.0f}",
+                         f"{median(diffs) * 1000:+.0f}" if name == on else ""])
+    main_diff = median([a - b for a, b in zip(times["with ragdive"], times["-p no:ragdive"])])
     return "\n".join([
-        table(["200 trivial tests", "runs", "median ms", "min ms", "max ms"], rows), "",
-        f"plugin start-up overhead: {(median(on) - median(off)) * 1000:+.0f} ms (medians), "
-        f"{(min(on) - min(off)) * 1000:+.0f} ms (minimums); "
-        f"import of pytest_ragdive + .plugin + .session after pytest (python -X importtime, "
-        f"median of {repeats}): {median(imports):.1f} ms",
+        table(["200 trivial tests", "runs", "median ms", "min ms", "max ms",
+               "overhead ms (median of paired diffs)"], rows), "",
+        f"`python -m pytest -q -p no:cacheprovider` in a project of 10 modules x 20 trivial "
+        f"tests; 'lean' adds {' '.join(PLUGINS_OFF[2:])} to both arms.",
+        f"plugin start-up overhead: {main_diff * 1000:+.0f} ms (median of {repeats} paired "
+        f"differences; medians of the arms differ by "
+        f"{(median(times['with ragdive']) - median(times['-p no:ragdive'])) * 1000:+.0f} ms); "
+        f"importing pytest_ragdive, .plugin and .session after pytest costs "
+        f"{median(imports):.1f} ms (python -X importtime, median of {repeats}), most of it "
+        f"asyncio, which pytest_ragdive.session imports at configure through .runner",
     ])
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer repeats")
-    parser.add_argument("--only", choices=("startup", "concurrency", "tokens"))
+    parser.add_argument("--only", choices=("startup", "concurrency", "tokens", "what-if"))
+    parser.add_argument("--what-if", action="store_true",
+                        help="also run the C=16 case with the proposed fixes simulated")
     parser.add_argument("--keep", action="store_true", help="keep the generated projects")
     parser.add_argument("--probe", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -656,14 +832,16 @@ def main() -> None:
     print(f"projects in {root}; {os.cpu_count()} cores; python {sys.version.split()[0]}; "
           f"load {load()}", flush=True)
     sections = {
-        "startup": lambda: section_startup(root, 5 if args.quick else 9),
+        "startup": lambda: section_startup(root, 5 if args.quick else 11),
         "concurrency": lambda: section_concurrency(root, 1 if args.quick else 3),
         "tokens": lambda: section_tokens(root, 1),
+        "what-if": lambda: section_what_if(root, 1 if args.quick else 3),
     }
     reports = []
     try:
         for name, run in sections.items():
-            if args.only in (None, name):
+            if args.only == name or (args.only is None and name != "what-if") or (
+                    name == "what-if" and args.what_if):
                 reports.append(f"## {name}\n\n{run()}")
     finally:
         if not args.keep:

@@ -18,7 +18,7 @@ from pydantic import BaseModel
 
 from .cache import CacheMiss
 from .generator import history_view
-from .llm import LLMClient, Model, ModelError, ReplyError, import_litellm
+from .llm import LLMClient, Model, ModelError, ReplyError, freeze_imports, import_litellm
 from .metrics import METRICS, MULTI_TURN_METRICS
 from .models import Dialogue, Judgement, Turn
 from .templates import render
@@ -137,6 +137,8 @@ class _RagasMetrics:
         import instructor
         from ragas.llms import llm_factory
         from ragas.metrics.collections import ContextPrecision, ContextRecall, Faithfulness
+
+        freeze_imports("ragas")
 
         async def acompletion(**kwargs: Any) -> Any:
             return await client.acompletion(**{**model.params, **kwargs})

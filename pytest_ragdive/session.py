@@ -13,12 +13,12 @@ import pytest
 
 from .markers import MARKER
 from .metrics import METRICS
-from .runner import Runner
 
 if TYPE_CHECKING:
     from .dialogue import RagAdapter
     from .llm import Judges, LLMClient
     from .models import Dialogue, Document
+    from .runner import Runner
 
 DEFAULT_METRICS = tuple(METRICS)
 
@@ -57,7 +57,7 @@ class RagdiveSession:
         self.config = config
         self.update: bool = config.getoption("ragdive_update")
         self.margin = _float(config, "ragdive_band_margin")
-        self.runner = Runner()
+        self._runner: Runner | None = None
         self._client: LLMClient | None = None
         self._dialogues: dict[str, tuple[Settings, Judges, list[Dialogue]]] = {}
         self._progress: queue.SimpleQueue[tuple[str, int, str]] = queue.SimpleQueue()
@@ -101,6 +101,13 @@ class RagdiveSession:
         except ValueError as exc:
             raise pytest.UsageError(str(exc)) from None
         return settings
+
+    def runner(self) -> Runner:
+        if self._runner is None:
+            from .runner import Runner
+
+            self._runner = Runner()
+        return self._runner
 
     def client(self) -> LLMClient:
         if self._client is None:
@@ -153,12 +160,13 @@ class RagdiveSession:
     # -- collection ---------------------------------------------------------------
 
     def collected(self, items: list[pytest.Item]) -> None:
+        marked = [item for item in items if item.get_closest_marker(MARKER) is not None]
+        if not marked:
+            return
         from . import baseline
 
         partial = {arg.split("::", 1)[0] for arg in self.config.args if "::" in arg}
-        for item in items:
-            if item.get_closest_marker(MARKER) is None:
-                continue
+        for item in marked:
             key = function_key(item)
             self.all_items.setdefault(key, []).append(item.nodeid)
             path = baseline.item_path(item)
@@ -221,7 +229,7 @@ class RagdiveSession:
 
         def submit(it: pytest.Item, doc: Document) -> list[concurrent.futures.Future[Any]]:
             return [
-                self.runner.submit(
+                self.runner().submit(
                     (it.nodeid, seed),
                     lambda seed=seed: arun_dialogue(
                         doc, adapter, seed=seed, progress=self._reporter(seed, len(seeds)),
@@ -366,6 +374,8 @@ class RagdiveSession:
     def finish(self) -> bool:
         """Check or record aggregate bands and find unused baselines.
         True when the session must fail."""
+        if not self.all_items:
+            return False
         from . import aggregate
 
         self.aggregates = aggregate.evaluate(self)
@@ -383,7 +393,8 @@ class RagdiveSession:
         write_summary(self, reporter)
 
     def close(self) -> None:
-        self.runner.close()
+        if self._runner is not None:
+            self._runner.close()
 
 
 def _load(source: str | Path, root: Path) -> list[Document]:
