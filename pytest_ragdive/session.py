@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .markers import MARKER
-from .metrics import METRICS
+from .metrics import METRICS, MULTI_TURN_METRICS
 
 if TYPE_CHECKING:
     from .dialogue import RagAdapter
@@ -82,9 +82,19 @@ class RagdiveSession:
         kwargs = dict(marker.kwargs) if marker else {}
         option = self.config.getoption
         ini_metrics = tuple(self.config.getini("ragdive_metrics"))
-        metrics = tuple(kwargs.get("metrics") or ini_metrics or DEFAULT_METRICS)
+        chosen = kwargs.get("metrics") or ini_metrics
+        turns = option("ragdive_turns") or kwargs.get("turns") or _int(self.config, "ragdive_turns")
+        metrics = tuple(chosen or DEFAULT_METRICS)
+        if turns == 1:
+            # multi-turn metrics need a second turn: leave them out unless asked for
+            asked = set(metrics) & set(MULTI_TURN_METRICS)
+            if chosen and asked:
+                raise pytest.UsageError(
+                    f"{item.nodeid}: {', '.join(sorted(asked))} need at least 2 turns; "
+                    f"raise turns or leave them out of metrics")
+            metrics = tuple(m for m in metrics if m not in MULTI_TURN_METRICS)
         settings = Settings(
-            turns=option("ragdive_turns") or kwargs.get("turns") or _int(self.config, "ragdive_turns"),
+            turns=turns,
             role=option("ragdive_role") or kwargs.get("role") or self.config.getini("ragdive_role"),
             metrics=tuple(m for m in DEFAULT_METRICS if m in metrics),
             max_regenerations=kwargs.get("max_regenerations",

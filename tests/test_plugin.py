@@ -167,3 +167,23 @@ def test_documents_from_marker_glob_and_ini(pytester):
         "test_kb.py::test_ini[[]Tram-Lines[]]",
         "test_kb.py::test_ini[[]ferry[]]",
     ])
+
+
+def test_one_turn_conversations_leave_out_multi_turn_metrics(pytester):
+    pytester.makeconftest(PROJECT_CONFTEST)
+    pytester.makepyfile(test_one="""
+        import pytest_ragdive as ragdive
+
+        @ragdive.conversation(turns=1, runs=1)
+        def test_default(ragdive_dialogue):
+            assert "forgetfulness" not in ragdive_dialogue.scores
+            assert ragdive_dialogue.scores["correctness"] == 1.0
+
+        @ragdive.conversation(turns=1, metrics=["forgetfulness"])
+        def test_asked(ragdive_dialogue):
+            pass
+    """)
+    result = pytester.runpytest_subprocess("-p", "no:langsmith_plugin", "--ragdive-update",
+                                           "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2, errors=2)  # one per document
+    result.stdout.fnmatch_lines(["*test_asked*forgetfulness need at least 2 turns*"])
