@@ -727,8 +727,8 @@ def section_tokens(root: Path, repeats: int) -> str:
     return "\n".join([
         table(header, rows), "",
         "4 documents, zero latency, C=16; token counts are exact and deterministic (the "
-        "fake model counts words), so one run each. With turns=1 the items fail by design: "
-        "forgetfulness and context_retention need two turns.",
+        "fake model counts words), so one run each. With turns=1 the multi-turn metrics "
+        "are left out.",
         f"growth: tokens/dialogue x{kn / k1:.2f} for turns x{tn / t1:.0f}; increments per "
         f"2 more turns: {', '.join(steps)} (constant = linear, growing = superlinear)",
         f"least-squares fit tokens/dialogue = {a:.0f} + {b:.0f} T + {c:.1f} T^2; the T^2 "
