@@ -490,14 +490,7 @@ def test_errors_are_not_transient(litellm_module: Any, fake_llama: list[dict[str
 # ------------------------------------------------------------------------- the real model
 
 
-@pytest.fixture(scope="module")
-def real_litellm() -> Any:
-    if importlib.util.find_spec("litellm") is None:
-        pytest.skip("needs litellm")
-    embedded.register()
-    import litellm
-
-    return litellm
+real_litellm = litellm_module  # the same module-scoped wiring, named for the real tests
 
 
 JUDGE_MESSAGES = [
