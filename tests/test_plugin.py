@@ -98,7 +98,7 @@ def test_unknown_marker_option_is_a_collection_error(pytester):
     assert result.ret == pytest.ExitCode.INTERRUPTED
     result.stdout.fnmatch_lines([
         "*unknown option(s) persona; valid options: turns, role, documents, metrics, "
-        "max_regenerations, runs*"])
+        "max_regenerations, validation, runs*"])
 
 
 def test_bad_marker_value_is_a_collection_error(pytester):
