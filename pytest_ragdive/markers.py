@@ -66,9 +66,10 @@ def check_options(options: dict[str, Any], where: str = "ragdive.conversation") 
     if role is not None and not isinstance(role, str):
         raise ValueError(f"{where}: role={role!r} is not {OPTIONS['role']}")
     metrics = options.get("metrics")
-    if metrics is not None:
-        if isinstance(metrics, str) or not metrics or set(metrics) - set(METRICS):
-            raise ValueError(f"{where}: metrics={metrics!r} is not {OPTIONS['metrics']}")
+    if metrics is not None and (
+        isinstance(metrics, str) or not metrics or set(metrics) - set(METRICS)
+    ):
+        raise ValueError(f"{where}: metrics={metrics!r} is not {OPTIONS['metrics']}")
 
 
 def document_fixture(

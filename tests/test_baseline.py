@@ -10,7 +10,8 @@ def test_a_recorded_run_is_inside_its_own_rounded_band() -> None:
     runs = {"context_precision": [13 / 18, 1.0], "faithfulness": [0.99996, 0.99996]}
     doc = baseline.band(runs, {})
     assert doc["metrics"]["context_precision"]["min"] == 0.7222
-    assert doc["metrics"]["faithfulness"] == {"min": 1.0, "max": 1.0, "mean": 1.0, "runs": [1.0, 1.0]}
+    assert doc["metrics"]["faithfulness"] == {
+        "min": 1.0, "max": 1.0, "mean": 1.0, "runs": [1.0, 1.0]}
     for run in range(2):
         scores = {metric: values[run] for metric, values in runs.items()}
         assert baseline.compare(doc, scores, margin=0.0) == []
