@@ -85,8 +85,8 @@ async def arun_dialogue(
     with usage_scope(dialogue.usage):
         try:
             await asyncio.wait_for(
-                _converse(dialogue, document, adapter, judges, client, turns,
-                          1 if validation == "once" else max_regenerations, validation, seed, adapter_timeout, report, chosen),
+                _converse(dialogue, document, adapter, judges, client, turns, max_regenerations,
+                          validation, seed, adapter_timeout, report, chosen),
                 dialogue_timeout,
             )
         except asyncio.TimeoutError:
@@ -122,7 +122,7 @@ async def _converse(
         rejections: list[Rejection] = []
         feedback = ""
         validated = True
-        for attempt in range(max_regenerations + 1):
+        for attempt in range(2 if validation == "once" else max_regenerations + 1):
             report(document.id, index, "generate")
             candidate = await generate_turn(
                 client, models["generator"], document=document, role=dialogue.role,
@@ -243,7 +243,9 @@ async def arun_dialogues(
 ) -> list[Dialogue]:
     """One dialogue per document, all running at once under one limit of
     ``concurrency`` model calls in flight. Options are those of :func:`arun_dialogue`."""
-    client = client or LLMClient(ResponseCache(Path(cache_dir), record_mode), concurrency=concurrency)
+    client = client or LLMClient(
+        ResponseCache(Path(cache_dir), record_mode), concurrency=concurrency
+    )
     return list(
         await asyncio.gather(
             *(arun_dialogue(doc, adapter, judges=judges, client=client, **options)
