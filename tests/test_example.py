@@ -43,3 +43,22 @@ def test_a_changed_bot_cannot_replay(
                                            "-p", "no:xdist")
     result.assert_outcomes(failed=3)
     result.stdout.fnmatch_lines(["*no recorded response for*embedded/qwen2.5-coder-1.5b*"])
+
+
+def test_the_gate_fails_on_the_recorded_bot_without_history(
+    pytester: pytest.Pytester, example: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # .ragdive/history-none holds a live run of the bot with RAGBOT_HISTORY=none
+    monkeypatch.setenv("RAGBOT_HISTORY", "none")
+    result = pytester.runpytest_subprocess("-m", "ragdive", "--ragdive-record-mode=none",
+                                           "--ragdive-cache-dir=.ragdive/history-none",
+                                           "-p", "no:xdist")
+    result.assert_outcomes(passed=2, failed=1)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines([
+        "*test_cityguide_bot[[]tram-network[]]*",
+        "*context_precision = 0.556, band [[]0.722, 1.000[]] (worse)*",
+        "*context_precision  mean 0.852   band [[]0.870, 1.000[]]  << worse*",
+        "*model calls 0,*",
+        "FAILED: a test's mean over its documents left its aggregate band",
+    ])
