@@ -5,18 +5,20 @@ from __future__ import annotations
 import asyncio
 import inspect
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from .cache import CacheMiss, RecordMode, ResponseCache
 from .evaluator import check_metrics, evaluate
 from .generator import generate_turn
-from .llm import Judges, LLMClient, ModelError, usage_scope
+from .llm import Judges, LLMClient, ModelError, release_loop, usage_scope
 from .markers import VALIDATIONS
 from .models import Dialogue, Document, Message, RagAnswer, Rejection, Turn, Usage
 from .templates import role_description
 from .validator import validate_turn
+
+T = TypeVar("T")
 
 #: ``progress(document_id, turn, stage)`` is called as a dialogue advances; stage is
 #: one of "generate", "validate", "answer", "evaluate", "done".
@@ -256,4 +258,34 @@ async def arun_dialogues(
 
 def run_dialogue(document: Document, adapter: RagAdapter, **options: Any) -> Dialogue:
     """The blocking twin of :func:`arun_dialogue`."""
-    return asyncio.run(arun_dialogue(document, adapter, **options))
+    return run_blocking(arun_dialogue(document, adapter, **options))
+
+
+def run_blocking(coroutine: Coroutine[Any, Any, T], *, grace: float = 2.0) -> T:
+    """Run ``coroutine`` on a new event loop and close the loop, like ``asyncio.run``, but
+    give what is left on the loop only ``grace`` seconds to end.
+
+    litellm's own background worker is stopped first (see ``llm.release_loop``); a task
+    that still ignores its cancellation after ``grace`` is abandoned with the loop.
+    """
+    async def main() -> T:
+        try:
+            return await coroutine
+        finally:
+            await release_loop()
+
+    loop = asyncio.new_event_loop()
+    try:
+        return loop.run_until_complete(main())
+    finally:
+        try:
+            left = asyncio.all_tasks(loop)
+            for task in left:
+                task.cancel()
+            if left:
+                _, stuck = loop.run_until_complete(asyncio.wait(left, timeout=grace))
+                for task in stuck:
+                    task._log_destroy_pending = False  # type: ignore[attr-defined]
+            loop.run_until_complete(loop.shutdown_asyncgens())
+        finally:
+            loop.close()

@@ -15,6 +15,7 @@ import gc
 import os
 import random
 import re
+import sys
 import warnings
 import weakref
 from collections.abc import Iterator, Mapping
@@ -97,6 +98,25 @@ def import_litellm() -> Any:
     litellm.suppress_debug_info = True
     freeze_imports("litellm")
     return litellm
+
+
+async def release_loop() -> None:
+    """End what litellm keeps on the running event loop, before the loop closes.
+
+    litellm 1.7x-1.8x runs one logging worker per process on the first loop that calls
+    it, with a queue bound to that loop: at ``asyncio.run``'s close the worker swallows
+    the cancellation and the loop waits for ever, and a later loop finds a queue it
+    cannot use. Stopping it and dropping its queue lets the next loop start a fresh one.
+    """
+    module = sys.modules.get("litellm.litellm_core_utils.logging_worker")
+    worker = getattr(module, "GLOBAL_LOGGING_WORKER", None)
+    task = getattr(worker, "_worker_task", None)
+    if task is None or task.get_loop() is not asyncio.get_running_loop():
+        return
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(worker.stop(), 2.0)  # type: ignore[union-attr]
+    if hasattr(worker, "_queue"):
+        worker._queue = None  # type: ignore[union-attr]
 
 
 _frozen: set[str] = set()

@@ -18,6 +18,7 @@ import pytest
 from pydantic import BaseModel
 
 from pytest_ragdive import embedded
+from pytest_ragdive.dialogue import run_blocking
 from pytest_ragdive.embedded import EmbeddedModelError
 
 needs_model = pytest.mark.skipif(
@@ -185,7 +186,7 @@ def test_schema_from_real_instructor_json_mode() -> None:
         )
 
     client = instructor.from_litellm(fake_create, mode=instructor.Mode.JSON)
-    result = asyncio.run(
+    result = run_blocking(
         client.chat.completions.create(
             model=embedded.MODEL,
             response_model=Verdict,
@@ -430,7 +431,7 @@ def test_acompletion_through_litellm(litellm_module: Any, fake_llama: list[dict[
             )
         )
 
-    responses = asyncio.run(run())
+    responses = run_blocking(run())
     response = responses[0]
     assert response.choices[0].message.content == '{"a": 1}'
     assert response.choices[0].finish_reason == "stop"
@@ -516,7 +517,7 @@ def test_real_constrained_call_is_valid_and_repeatable(real_litellm: Any) -> Non
             max_tokens=96,
         )
 
-    first, second = asyncio.run(ask()), asyncio.run(ask())
+    first, second = run_blocking(ask()), run_blocking(ask())
     verdict = Verdict.model_validate_json(first.choices[0].message.content)
     assert verdict.verdict == "unsupported"
     assert first.usage.prompt_tokens > 20 and first.usage.completion_tokens > 5
@@ -528,7 +529,7 @@ def test_real_constrained_call_is_valid_and_repeatable(real_litellm: Any) -> Non
 def test_real_instructor_json_mode(real_litellm: Any) -> None:
     instructor = pytest.importorskip("instructor")
     client = instructor.from_litellm(real_litellm.acompletion, mode=instructor.Mode.JSON)
-    verdict = asyncio.run(
+    verdict = run_blocking(
         client.chat.completions.create(
             model=embedded.MODEL,
             response_model=Verdict,

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import pytest_ragdive as ragdive
+from pytest_ragdive.dialogue import run_blocking
 from pytest_ragdive.testing import calls, scripted
 
 DOC = ragdive.Document(id="tower", text="The Alder Tower is 120 m tall. It opened in 1931.")
@@ -171,7 +172,7 @@ def test_adapter_that_raises_ends_only_its_dialogue(tmp_path: Path) -> None:
                                     cache_dir=tmp_path / "c")
         return list(await asyncio.gather(good, bad))
 
-    good, bad = asyncio.run(both())
+    good, bad = run_blocking(both())
     assert good.errors == {} and len(good.turns) == 2
     error = bad.errors["dialogue"]
     assert "turn 2" in error and "ConnectionError: vector store down" in error
@@ -242,7 +243,7 @@ def test_free_text_role_reaches_the_generator(tmp_path: Path) -> None:
 
 def test_run_dialogues_shares_one_limit(tmp_path: Path) -> None:
     docs = [ragdive.Document(id=f"d{i}", text=f"Fact {i}.") for i in range(3)]
-    dialogues = asyncio.run(ragdive.arun_dialogues(
+    dialogues = run_blocking(ragdive.arun_dialogues(
         docs, Bot(), judges=ragdive.Judges(scripted()), concurrency=2, turns=1,
         metrics=["correctness"], cache_dir=tmp_path / "c"))
     assert [d.document_id for d in dialogues] == ["d0", "d1", "d2"]

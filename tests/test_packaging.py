@@ -1,0 +1,52 @@
+"""The install that CI proves is the one the README shows, and the lock fits pyproject.toml."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+ROOT = Path(__file__).resolve().parents[1]
+tomllib = pytest.importorskip("tomllib")
+
+
+def readme_commands() -> list[str]:
+    blocks = re.findall(r"```bash\n(.*?)```", (ROOT / "README.md").read_text(), re.DOTALL)
+    return [line for block in blocks for line in block.splitlines() if "pip install" in line]
+
+
+def lock() -> dict[str, str]:
+    pins = {}
+    for line in (ROOT / "constraints.txt").read_text().splitlines():
+        if line and not line.startswith("#"):
+            name, version = line.split("==")
+            pins[canonicalize_name(name)] = version
+    return pins
+
+
+def test_ci_runs_the_readme_test_command_verbatim() -> None:
+    main_job, tests = readme_commands()[:2]
+    assert tests.endswith("python3 -m pytest")
+    assert "-c constraints.txt" in main_job and "-c constraints.txt" in tests
+    assert tests in (ROOT / ".ci" / "run").read_text().splitlines()
+
+
+def test_tox_installs_the_locked_set() -> None:
+    assert "PIP_CONSTRAINT = {toxinidir}/constraints.txt" in (ROOT / "tox.ini").read_text()
+
+
+def test_the_lock_pins_every_dependency_within_its_bounds() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    requirements = [*project["dependencies"], *project["optional-dependencies"]["embedded"]]
+    pins = lock()
+    for line in requirements:
+        requirement = Requirement(line)
+        version = pins.get(canonicalize_name(requirement.name))
+        assert version is not None, f"{requirement.name} is not in constraints.txt: run .ci/lock"
+        assert requirement.specifier.contains(version, prereleases=True), (
+            f"constraints.txt pins {requirement.name}=={version}, outside {requirement}: "
+            f"run .ci/lock"
+        )
