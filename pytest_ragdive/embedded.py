@@ -17,10 +17,12 @@ of the schema: OpenAI ``json_schema`` response formats, llama.cpp's own ``{"type
 message) and a single forced tool (instructor's TOOLS mode) all become a GBNF grammar.
 
 One model per process, loaded on first use; calls are serialized on it, and ``acompletion`` runs
-them on a private worker thread. Every prompt is evaluated from scratch, so temperature 0 (the
-default) with a fixed seed (default 0) gives the same reply whatever ran before. Environment:
-``RAGDIVE_MODEL_DIR`` (weights folder), ``RAGDIVE_EMBEDDED_THREADS`` (default: see ``_threads``);
-``OMP_WAIT_POLICY`` defaults to ``PASSIVE`` (see ``_llama_cpp``).
+them on a private worker thread. A prompt reuses the KV state of the longest prefix it shares with
+an earlier prompt, evaluated so that the reply is bit for bit the one a fresh evaluation gives
+(``prefixes.py``): temperature 0 (the default) or a fixed seed (default 0) gives the same reply
+whatever ran before. Environment: ``RAGDIVE_MODEL_DIR`` (weights folder),
+``RAGDIVE_EMBEDDED_THREADS`` (default: see ``_threads``), ``RAGDIVE_EMBEDDED_STATE_MB`` (memory for
+prefix states, default 1024); ``OMP_WAIT_POLICY`` defaults to ``PASSIVE`` (see ``_llama_cpp``).
 """
 
 from __future__ import annotations
@@ -45,6 +47,8 @@ from .files import atomic_write_text
 
 if TYPE_CHECKING:
     import concurrent.futures
+
+    from .prefixes import CallStats, PrefixStates
 
 __all__ = [
     "MODEL",
@@ -420,7 +424,10 @@ def _grammar_for(response_format: Mapping[str, Any] | None) -> Any:
 
 _lock = threading.Lock()  # one model per process; llama.cpp contexts are not thread safe
 _llama: Any = None
+_prefixes: PrefixStates | None = None
 _executor: concurrent.futures.ThreadPoolExecutor | None = None
+#: one entry per model call of this process, for benchmarks (``call_log``)
+_calls: list[CallStats] = []
 
 
 def _threads() -> int:
@@ -432,14 +439,20 @@ def _threads() -> int:
     except AttributeError:
         cores = os.cpu_count() or 1
     # xdist workers each load their own model. One core is left for the rest of the run (event
-    # loop, the RAG system under test): on 2 shared cores 1 thread beat 2 (prefill 75-93 vs 70,
-    # decode 19 vs 16.5 tok/s) because threads that wait at barriers stall on a busy core.
+    # loop, the RAG system under test): on 2 shared cores 1 thread beat 2 (prefill 70 vs 68
+    # tok/s with the second core idle; decode 19 vs 16.5 tok/s) because threads that wait at
+    # barriers stall on a busy core.
     workers = max(1, int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1))
     return max(1, min(cores // workers, cores - 1))
 
 
+def _state_budget() -> int:
+    """Bytes of prompt-prefix states kept: ``$RAGDIVE_EMBEDDED_STATE_MB`` (default 1024)."""
+    return int(float(os.environ.get("RAGDIVE_EMBEDDED_STATE_MB") or 1024) * (1 << 20))
+
+
 def _load_locked() -> Any:
-    global _llama
+    global _llama, _prefixes
     if _llama is None:
         path = model_path()
         _llama = _llama_cpp().Llama(
@@ -449,6 +462,9 @@ def _load_locked() -> Any:
             seed=DEFAULT_SEED,
             verbose=False,
         )
+        from .prefixes import PrefixStates
+
+        _prefixes = PrefixStates(_llama, budget=_state_budget())
         atexit.register(_close)
     return _llama
 
@@ -461,10 +477,16 @@ def load() -> float:
     return time.perf_counter() - start
 
 
+def call_log() -> list[CallStats]:
+    """Every call this process made on the model: prompt tokens evaluated and reused, seconds."""
+    return list(_calls)
+
+
 def _close() -> None:
-    global _llama
+    global _llama, _prefixes
     with _lock:
         if _llama is not None:
+            _prefixes = None
             _llama.close()
             _llama = None
 
@@ -472,13 +494,15 @@ def _close() -> None:
 def _generate(messages: list[dict[str, Any]], **kwargs: Any) -> dict[str, Any]:
     with _lock:
         llama = _load_locked()
-        # Evaluate every prompt from scratch: llama.cpp's prefix reuse re-evaluates only the new
-        # suffix, and logits computed in a different batch shape differ in the last bits, so the
-        # same request could decode differently depending on the call before it.
-        llama.reset()
+        assert _prefixes is not None
+        start = time.perf_counter()
+        # A prompt is positioned on the longest stored prefix it shares and the rest is
+        # evaluated in aligned chunks (see prefixes.py), so the reply is the same whatever
+        # ran before.
         try:
-            return llama.create_chat_completion(messages=messages, **kwargs)
+            reply = llama.create_chat_completion(messages=messages, **kwargs)
         except ValueError as exc:
+            _prefixes.clear()
             if "exceed context window" not in str(exc):
                 raise
             import litellm
@@ -488,6 +512,16 @@ def _generate(messages: list[dict[str, Any]], **kwargs: Any) -> dict[str, Any]:
                 model=MODEL,
                 llm_provider=PROVIDER,
             ) from exc
+        except BaseException:
+            _prefixes.clear()
+            raise
+        _prefixes.finish()
+        stats = _prefixes.last
+        stats.completion_tokens = int((reply.get("usage") or {}).get("completion_tokens", 0))
+        stats.seconds = time.perf_counter() - start
+        stats.prompt = _text(messages[-1].get("content"))[:80] if messages else ""
+        _calls.append(stats)
+        return reply
 
 
 def _submit() -> concurrent.futures.ThreadPoolExecutor:

@@ -584,3 +584,62 @@ def test_real_calls_from_threads_are_serialized(real_litellm: Any) -> None:
     for t in threads:
         t.join()
     assert len(results) == 2 and results[0] == results[1]
+
+
+SOURCE = (
+    "The Quill Valley railway opened in 1887 with 14 stations. Its steam locomotives were "
+    "replaced by diesel units in 1961, and the line was electrified in 1994. " * 6
+)
+
+
+def ask_real(question: str, temperature: float = 0.7) -> tuple[str, bytes, Any]:
+    """A reply sampled at a temperature (sensitive to any change of the logits), the logits
+    after the prompt, and what the call reused."""
+    reply = embedded._generate(
+        [{"role": "system", "content": "Answer from this text:\n" + SOURCE},
+         {"role": "user", "content": question}],
+        temperature=temperature, seed=3, max_tokens=24,
+    )
+    states = embedded._prefixes
+    assert states is not None and states.last_logits is not None
+    return reply["choices"][0]["message"]["content"], states.last_logits.tobytes(), states.last
+
+
+@pytest.mark.embedded
+@needs_model
+def test_real_prefix_reuse_gives_the_same_bits_whatever_ran_before() -> None:
+    embedded.load()
+    states = embedded._prefixes
+    assert states is not None
+    question = "When was the line electrified, and how many stations does it have?"
+
+    states.clear()
+    first = ask_real(question)
+    states.clear()
+    embedded._generate([{"role": "user", "content": "Name a colour."}], max_tokens=4)
+    after_unrelated = ask_real(question)
+    states.clear()
+    ask_real("When did the railway open?")
+    after_shared = ask_real(question)
+
+    assert first[0] == after_unrelated[0] == after_shared[0]
+    assert first[1] == after_unrelated[1] == after_shared[1]  # logits, bit for bit
+    assert first[2].reused_tokens == 0
+    assert after_shared[2].reused_tokens >= after_shared[2].prompt_tokens - 2 * states.chunk
+    assert after_shared[2].reused_tokens % states.chunk == 0
+
+
+@pytest.mark.embedded
+@needs_model
+def test_real_prefix_states_stay_within_their_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    embedded.load()
+    states = embedded._prefixes
+    assert states is not None
+    states.clear()
+    ask_real("When did the railway open?")
+    one = states.bytes
+    monkeypatch.setattr(states, "budget", one + one // 2)
+    ask_real("Name a colour.", temperature=0)  # shares nothing: a second state
+    embedded._generate([{"role": "user", "content": "Count to three. " * 40}], max_tokens=4)
+    assert 0 < states.bytes <= states.budget
+    assert len(states.states) <= 2
