@@ -33,6 +33,8 @@ KEY_FIELDS = (
     "stop",
     "tools",
     "tool_choice",
+    "logprobs",
+    "top_logprobs",
 )
 FORMAT_VERSION = 1
 
@@ -51,13 +53,25 @@ def request_key(request: dict[str, Any]) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
+_CONTEXT_LINES = ("User:", "Assistant:", "The conversation")
+
+
+def prompt_title(text: str) -> str:
+    """The line that names a prompt: its first, or for a prompt that starts with a source
+    text and a conversation, the first line after them."""
+    if "</source>" in text:
+        text = text.split("</source>", 1)[1]
+    lines = [line for line in text.strip().splitlines()
+             if line.strip() and not line.startswith(_CONTEXT_LINES)]
+    return lines[0][:120] if lines else ""
+
+
 def describe(request: dict[str, Any]) -> str:
-    """The model and the first line of the last user message, for error messages."""
+    """The model and the title of the last user message, for error messages."""
     prompt = ""
     for message in reversed(request.get("messages", [])):
         if message.get("role") == "user":
-            lines = str(message.get("content", "")).strip().splitlines()
-            prompt = lines[0][:120] if lines else ""
+            prompt = prompt_title(str(message.get("content", "")))
             break
     return f"model {request.get('model')!r}, prompt {prompt!r}"
 

@@ -16,7 +16,7 @@ from .llm import Judges, LLMClient, ModelError, release_loop, usage_scope
 from .markers import VALIDATIONS
 from .models import Dialogue, Document, Message, RagAnswer, Rejection, Turn, Usage
 from .templates import role_description
-from .validator import validate_turn
+from .validator import exact_verdict, judge_turn
 
 T = TypeVar("T")
 
@@ -124,21 +124,23 @@ async def _converse(
         rejections: list[Rejection] = []
         feedback = ""
         validated = True
-        for attempt in range(2 if validation == "once" else max_regenerations + 1):
+        judged = False  # under "once", the validator model judges one attempt per turn
+        for attempt in range(max_regenerations + 1):
             report(document.id, index, "generate")
             candidate = await generate_turn(
                 client, models["generator"], document=document, role=dialogue.role,
                 history=dialogue.turns, feedback=feedback,
                 temperature=judges.generator_temperature, seed=seed + attempt,
             )
-            if attempt and validation == "once":
-                validated = False
-                break
             report(document.id, index, "validate")
-            verdict = await validate_turn(
-                client, models["validator"], document=document, history=dialogue.turns,
-                candidate=candidate,
-            )
+            verdict = exact_verdict(candidate, document, dialogue.turns)
+            validated = not (validation == "once" and judged)
+            if verdict.valid and validated:
+                verdict = await judge_turn(
+                    client, models["validator"], document=document, history=dialogue.turns,
+                    candidate=candidate,
+                )
+                judged = True
             if verdict.valid:
                 break
             rejections.append(Rejection(turn=candidate, verdict=verdict))

@@ -491,7 +491,27 @@ def _close() -> None:
             _llama = None
 
 
-def _generate(messages: list[dict[str, Any]], **kwargs: Any) -> dict[str, Any]:
+def _first_token_logprobs(llama: Any, logits: Any, k: int) -> dict[str, Any]:
+    """OpenAI-style ``logprobs`` of the first generated position: its ``k`` likeliest tokens."""
+    import numpy as np
+
+    shifted = logits - logits.max()
+    logprobs = shifted - np.log(np.exp(shifted).sum())
+    top = np.argsort(-logprobs)[:k]
+    entries = [
+        {"token": llama.detokenize([int(i)]).decode("utf-8", "replace"),
+         "logprob": float(logprobs[i]), "bytes": None}
+        for i in top
+    ]
+    return {"content": [{**entries[0], "top_logprobs": entries}]}
+
+
+def _generate(
+    messages: list[dict[str, Any]], *, top_logprobs: int = 0, **kwargs: Any
+) -> dict[str, Any]:
+    """One chat completion on the model; with ``top_logprobs`` the reply carries the
+    first token's likeliest alternatives (llama.cpp itself only has them with
+    ``logits_all``, which would cost a vocabulary of floats per prompt token)."""
     with _lock:
         llama = _load_locked()
         assert _prefixes is not None
@@ -515,11 +535,18 @@ def _generate(messages: list[dict[str, Any]], **kwargs: Any) -> dict[str, Any]:
         except BaseException:
             _prefixes.clear()
             raise
+        if top_logprobs:
+            reply["choices"][0]["logprobs"] = _first_token_logprobs(
+                llama, _prefixes.last_logits, top_logprobs
+            )
         _prefixes.finish()
         stats = _prefixes.last
         stats.completion_tokens = int((reply.get("usage") or {}).get("completion_tokens", 0))
         stats.seconds = time.perf_counter() - start
-        stats.prompt = _text(messages[-1].get("content"))[:80] if messages else ""
+        from .cache import prompt_title
+
+        last = _text(messages[-1].get("content")) if messages else ""
+        stats.prompt, stats.text = prompt_title(last), last[:2000]
         _calls.append(stats)
         return reply
 
@@ -571,6 +598,7 @@ def _complete(
         max_tokens=int(max_tokens),
         stop=[stop] if isinstance(stop, str) else stop,
         **({"top_p": float(params["top_p"])} if params.get("top_p") is not None else {}),
+        top_logprobs=int(params.get("top_logprobs") or 1) if params.get("logprobs") else 0,
     )
 
     choice = reply["choices"][0]
@@ -593,7 +621,10 @@ def _complete(
         message = litellm.Message(role="assistant", content=text)
     usage = reply.get("usage") or {}
     response: Any = model_response if model_response is not None else litellm.ModelResponse()
-    response.choices = [litellm.Choices(index=0, message=message, finish_reason=finish_reason)]
+    response.choices = [
+        litellm.Choices(index=0, message=message, finish_reason=finish_reason,
+                        logprobs=choice.get("logprobs"))
+    ]
     response.created = int(reply.get("created") or time.time())
     response.model = MODEL
     prompt_tokens = int(usage.get("prompt_tokens", 0))

@@ -12,9 +12,8 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Literal
-
-from pydantic import BaseModel
+from dataclasses import dataclass
+from typing import Any
 
 from .cache import CacheMiss
 from .generator import history_view
@@ -26,11 +25,44 @@ from .templates import render
 RAGAS_METRICS = ("faithfulness", "context_precision", "context_recall")
 
 
-class Ruling(BaseModel):
-    """A binary judgement; the reason comes first so that the verdict follows from it."""
+@dataclass(frozen=True)
+class BinaryJudge:
+    """A binary judgement as a yes/no question, answered with the probability of "yes"
+    read from the first answer token.
 
-    reason: str
-    verdict: Literal[0, 1]
+    Small models say "yes" to almost anything: where it measured better, the question is
+    also asked negated, and the mean of P(yes | question) and 1 - P(yes | negation)
+    cancels that bias. The generator's stand-alone question already says what the user
+    meant, so the multi-turn judges ask whether the reply answers *that*: a question a
+    1.5B model can answer, unlike "did the assistant forget?" (benchmarks/judges.py).
+    """
+
+    question: str
+    negation: str | None  # asked too, to cancel the yes-bias, where that measured better
+    yes: str  # the reason given when the answer is yes
+    no: str
+    yes_scores_one: bool  # keeps the paper's direction: forgetfulness 1 is "forgot"
+    threshold: float  # P(yes) from which the answer is yes, calibrated on labelled cases
+
+
+ANSWERS_IT = "Does the reply answer this question?"
+FAILS_IT = "Does the reply fail to answer this question, or answer a different one?"
+JUDGES: dict[str, BinaryJudge] = {
+    "correctness": BinaryJudge(
+        "Does the reply give the answer of the reference answer: the same facts and figures, "
+        "in any wording, and nothing that contradicts them?", None,
+        "the reply gives the reference answer", "the reply does not give the reference answer",
+        True, 0.66,
+    ),
+    "forgetfulness": BinaryJudge(
+        ANSWERS_IT, FAILS_IT, "the reply answers what the user meant",
+        "the reply does not answer what the user meant", False, 0.5,
+    ),
+    "context_retention": BinaryJudge(
+        ANSWERS_IT, FAILS_IT, "the reply answers what the user meant",
+        "the reply does not answer what the user meant", True, 0.55,
+    ),
+}
 
 
 def check_metrics(metrics: Sequence[str] | None) -> tuple[str, ...]:
@@ -113,20 +145,41 @@ def _hard_cause(exc: BaseException | None) -> BaseException | None:
 def _judge_job(
     client: LLMClient, model: Model, metric: str, turn: Turn, earlier: list[Turn]
 ) -> Callable[[], Awaitable[Judgement]]:
-    if metric == "correctness":
-        context: dict[str, Any] = {
-            "question": turn.generated.standalone_question,
-            "ground_truth": turn.generated.ground_truth,
-        }
-    else:
-        context = {"history": history_view(earlier), "question": turn.generated.rag_input}
-    prompt = render(metric, answer=turn.answer.answer, **context)
+    judge = JUDGES[metric]
 
     async def job() -> Judgement:
-        ruling = await client.structured(model, [{"role": "user", "content": prompt}], Ruling)
-        return Judgement(score=float(ruling.verdict), reason=ruling.reason)
+        p_yes = await yes_probability(client, model, metric, turn, earlier)
+        yes = p_yes >= judge.threshold
+        return Judgement(
+            score=float(yes == judge.yes_scores_one),
+            reason=f"{judge.yes if yes else judge.no} (P(yes) {p_yes:.2f})",
+        )
 
     return job
+
+
+async def yes_probability(
+    client: LLMClient, model: Model | str, metric: str, turn: Turn, earlier: list[Turn]
+) -> float:
+    """The judge's probability that the answer to ``metric``'s question about ``turn`` is yes."""
+    answers = await asyncio.gather(*(
+        client.yes_probability(model, [{"role": "user", "content": prompt}])
+        for prompt in judge_prompts(metric, turn, earlier)
+    ))
+    return answers[0] if len(answers) == 1 else (answers[0] + 1 - answers[1]) / 2
+
+
+def judge_prompts(metric: str, turn: Turn, earlier: list[Turn]) -> list[str]:
+    """The question of a binary judge about ``turn``, and its negation if it has one."""
+    context = {
+        "question": turn.generated.standalone_question,
+        "rag_input": turn.generated.rag_input,
+        "ground_truth": turn.generated.ground_truth,
+        "answer": turn.answer.answer,
+        "history": history_view(earlier),
+    }
+    judge = JUDGES[metric]
+    return [render(metric, ask=ask, **context) for ask in (judge.question, judge.negation) if ask]
 
 
 class _RagasMetrics:

@@ -15,16 +15,19 @@ class FirstQuestion(BaseModel):
     """What the generator writes for turn 1: no context yet, so nothing to rewrite."""
 
     question: str
+    evidence: str
     ground_truth: str
 
 
 class NextQuestion(BaseModel):
     """What the generator writes for later turns. The self-contained question comes
     first and the short follow-up form second: writing the full question and then
-    shortening it is what keeps small models from repeating the subject."""
+    shortening it is what keeps small models from repeating the subject. The evidence
+    (a sentence copied from the document) comes before the answer key it supports."""
 
     standalone_question: str
     rag_input: str
+    evidence: str
     ground_truth: str
     question_type: Literal["follow_up", "clarification", "correction", "comparative"]
 
@@ -68,6 +71,7 @@ async def generate_turn(
             standalone_question=first.question,
             ground_truth=first.ground_truth,
             question_type="initial",
+            evidence=first.evidence,
         )
     nxt = await client.structured(model, messages, NextQuestion, temperature=temperature, seed=seed)
     return GeneratedTurn(**nxt.model_dump())

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import contextvars
 import gc
+import math
 import os
 import random
 import re
@@ -270,6 +271,32 @@ class LLMClient:
             f"{self.reply_retries + 1} attempts; last reply {text[:200]!r} ({error})"
         )
 
+    async def yes_probability(self, model: str | Model, messages: list[dict[str, Any]]) -> float:
+        """P(yes) of a yes/no question, read from the first answer token's likeliest
+        alternatives: ``P(yes) / (P(yes) + P(no))``, any case and spacing of the words.
+
+        A provider that returns no logprobs is read from its text instead: 1.0 for a
+        reply starting with yes, 0.0 for no (a step instead of a probability).
+        """
+        request = {
+            "model": as_model(model).name, "messages": messages, "temperature": 0.0,
+            "seed": 0, "max_tokens": 1, "logprobs": True, "top_logprobs": 20,
+        }
+        reply = await self._cached(request, as_model(model))
+        mass = {"yes": 0.0, "no": 0.0}
+        for token, logprob in reply.get("top_logprobs") or []:
+            word = str(token).strip().lower()
+            if word in mass:
+                mass[word] += math.exp(logprob)
+        if mass["yes"] + mass["no"] > 0:
+            return mass["yes"] / (mass["yes"] + mass["no"])
+        word = str(reply["content"]).strip().lower()
+        if word.startswith(("yes", "no")):
+            return 1.0 if word.startswith("yes") else 0.0
+        raise ReplyError(
+            f"{as_model(model).name} answered a yes/no question with {reply['content'][:60]!r}"
+        )
+
     async def acompletion(self, **kwargs: Any) -> Any:
         """A cached stand-in for ``litellm.acompletion``, for libraries such as ragas
         (through instructor) that expect litellm's response object."""
@@ -347,7 +374,11 @@ class LLMClient:
             cost = float(litellm.completion_cost(completion_response=response) or 0.0)
         except Exception:  # litellm does not know every model's price
             cost = 0.0
+        logprobs = getattr(response.choices[0], "logprobs", None)
+        first = (getattr(logprobs, "content", None) or [None])[0]
+        top = [[t.token, t.logprob] for t in getattr(first, "top_logprobs", None) or []]
         return {
+            **({"top_logprobs": top} if top else {}),
             "content": response.choices[0].message.content or "",
             "prompt_tokens": int(getattr(usage, "prompt_tokens", 0) or 0),
             "completion_tokens": int(getattr(usage, "completion_tokens", 0) or 0),

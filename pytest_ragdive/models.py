@@ -49,6 +49,7 @@ class GeneratedTurn(_Model):
     standalone_question: str = Field(description="The same question, self-contained.")
     ground_truth: str = Field(description="The correct answer, supported only by the document.")
     question_type: QuestionType
+    evidence: str = Field(default="", description="The document's sentence that answers it.")
 
 
 class Verdict(_Model):

@@ -71,6 +71,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="role of the simulated user")
     group.addoption("--ragdive-runs", type=int, default=None, metavar="N",
                     help="baseline runs per item on --ragdive-update")
+    group.addoption("--ragdive-seed", type=int, default=0, metavar="N",
+                    help="first generator seed (a check uses it, an update N, N+1, ...); a "
+                         "seed the bands were not recorded with holds a new conversation")
     group.addoption("--ragdive-concurrency", type=int, default=None, metavar="N",
                     help="model calls in flight per process")
     for name, kind, default, help_text in INI:

@@ -39,7 +39,8 @@ class CallStats:
     reused_tokens: int = 0
     completion_tokens: int = 0
     seconds: float = 0.0
-    prompt: str = ""
+    prompt: str = ""  # the title of the last user message (cache.prompt_title)
+    text: str = ""  # that message, cut at 2,000 characters
 
 
 class PrefixStates:

@@ -238,14 +238,16 @@ class RagdiveSession:
             "adapter_timeout": _float(self.config, "ragdive_adapter_timeout"),
             "dialogue_timeout": _float(self.config, "ragdive_dialogue_timeout"),
         }
-        seeds = range(settings.runs) if self.update else range(1)
+        first = self.config.getoption("ragdive_seed")
+        seeds = range(first, first + (settings.runs if self.update else 1))
 
         def submit(it: pytest.Item, doc: Document) -> list[concurrent.futures.Future[Any]]:
             return [
                 self.runner().submit(
                     (it.nodeid, seed),
                     lambda seed=seed: arun_dialogue(
-                        doc, adapter, seed=seed, progress=self._reporter(seed, len(seeds)),
+                        doc, adapter, seed=seed,
+                        progress=self._reporter(seed - first, len(seeds)),
                         **options,
                     ),
                 )

@@ -3,11 +3,12 @@
 ``scripted({...})`` registers a litellm custom provider named ``fake`` and returns a
 model name such as ``"fake/1"`` whose replies come from the given responders, chosen
 by the name of the JSON schema the caller asked for (``GeneratedTurn``'s stage
-schemas ``FirstQuestion``/``NextQuestion``, ``Checklist``, ``Ruling``, and
+schemas ``FirstQuestion``/``NextQuestion``, and
 ragas' ``StatementGeneratorOutput``, ``NLIStatementOutput``,
-``ContextPrecisionOutput``, ``ContextRecallOutput``). A responder gets the request's
+``ContextPrecisionOutput``, ``ContextRecallOutput``), or ``YesNo`` for the yes/no
+questions whose answer is read from token probabilities. A responder gets the request's
 messages and returns a dict, a pydantic object or a raw string (to script a malformed
-reply). Every call goes through litellm like a real provider's, so tests exercise the
+reply); a ``YesNo`` responder may return P(yes) as a float. Every call goes through litellm like a real provider's, so tests exercise the
 real client, cache and ragas paths with no network.
 """
 
@@ -16,6 +17,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import math
+import re
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -31,24 +34,37 @@ PROVIDER = "fake"
 _scripts: dict[str, Mapping[str, Responder]] = {}
 _delays: dict[str, float] = {}
 _calls: dict[str, list[tuple[str, list[dict[str, Any]]]]] = {}
+_in_flight: dict[str, list[int]] = {}  # model -> [calls now, most at once]
 _ids = itertools.count(1)
 _lock = threading.Lock()
 
 
+ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth",
+            "ninth", "tenth", "eleventh", "twelfth")
+
+
+def source_of(messages: list[dict[str, Any]]) -> str:
+    """The source document inside a generator or validator prompt."""
+    text = str(messages[-1].get("content", "")) if messages else ""
+    match = re.search(r"<source>\n?(.*?)\n?</source>", text, re.DOTALL)
+    return match.group(1) if match else ""
+
+
+def first_sentence(messages: list[dict[str, Any]]) -> str:
+    """The source's first sentence: evidence that the exact checks accept."""
+    return re.split(r"(?<=[.!?])\s", source_of(messages).strip(), maxsplit=1)[0]
+
+
+def turn_number(messages: list[dict[str, Any]]) -> int:
+    match = re.search(r"Write turn (\d+)", str(messages[-1].get("content", "")))
+    return int(match.group(1)) if match else 1
+
+
 def _generic(schema: str) -> Responder:
-    """Plausible replies for every stage, so a script only names what it varies."""
+    """Plausible replies for every stage, so a script only names what it varies. Generated
+    turns pass the exact checks: evidence quoted from the source, a follow-up that refers
+    back ("And the third fact about it?") and asks something new each turn."""
     replies: dict[str, Any] = {
-        "FirstQuestion": {"question": "What is the topic?", "ground_truth": "The topic."},
-        "NextQuestion": {
-            "rag_input": "And what else about it?",
-            "standalone_question": "What else is there about the topic?",
-            "ground_truth": "More about the topic.",
-            "question_type": "follow_up",
-        },
-        "Checklist": {"refers_back": True, "standalone": True, "same_meaning": True,
-                      "answer_supported": True, "type_fits": True,
-                      "reads_naturally": True, "feedback": ""},
-        "Ruling": {"reason": "fine", "verdict": 1},
         "StatementGeneratorOutput": {"statements": ["The answer makes one claim."]},
         "NLIStatementOutput": {
             "statements": [
@@ -62,6 +78,20 @@ def _generic(schema: str) -> Responder:
             ]
         },
     }
+    if schema == "FirstQuestion":
+        return lambda messages: {"question": "What is the topic?",
+                                 "evidence": first_sentence(messages),
+                                 "ground_truth": "The topic."}
+    if schema == "NextQuestion":
+        def next_question(messages: list[dict[str, Any]]) -> dict[str, Any]:
+            nth = ORDINALS[turn_number(messages) - 1]
+            return {"standalone_question": f"What is the {nth} fact about the topic?",
+                    "rag_input": f"And the {nth} fact about it?",
+                    "evidence": first_sentence(messages),
+                    "ground_truth": f"The {nth} fact.", "question_type": "follow_up"}
+        return next_question
+    if schema == "YesNo":
+        return lambda messages: 0.9
     return lambda messages: replies[schema]
 
 
@@ -86,13 +116,20 @@ def scripted(
     return name
 
 
+def max_in_flight(model: str) -> int:
+    """The most asynchronous calls the fake model ``model`` was answering at once."""
+    return _in_flight.get(model, [0, 0])[1]
+
+
 def calls(model: str) -> list[tuple[str, list[dict[str, Any]]]]:
     """(schema name, messages) of every call that reached the fake model ``model``."""
     return _calls[model]
 
 
 def schema_name(kwargs: Mapping[str, Any]) -> str:
-    """The name of the JSON schema a request asks for."""
+    """The name of the JSON schema a request asks for (``YesNo``: a yes/no question)."""
+    if kwargs.get("logprobs") or (kwargs.get("optional_params") or {}).get("logprobs"):
+        return "YesNo"
     fmt = kwargs.get("response_format") or (kwargs.get("optional_params") or {}).get(
         "response_format"
     )
@@ -104,7 +141,8 @@ def schema_name(kwargs: Mapping[str, Any]) -> str:
     return "text"
 
 
-def _reply(model: str, kwargs: Mapping[str, Any]) -> str:
+def _reply(model: str, kwargs: Mapping[str, Any]) -> tuple[str, float | None]:
+    """The scripted reply's text, and P(yes) when the responder gave a probability."""
     script = _scripts.get(model)
     if script is None:
         raise KeyError(f"no script for fake model {model!r}")
@@ -114,11 +152,20 @@ def _reply(model: str, kwargs: Mapping[str, Any]) -> str:
         _calls[model].append((schema, messages))
     responder = script.get(schema) or _generic(schema)
     reply = responder(messages)
+    if isinstance(reply, float):
+        return ("yes" if reply >= 0.5 else "no"), reply
     if isinstance(reply, BaseModel):
-        return reply.model_dump_json()
+        return reply.model_dump_json(), None
     if isinstance(reply, str):
-        return reply
-    return json.dumps(reply)
+        return reply, None
+    return json.dumps(reply), None
+
+
+def _logprobs(p_yes: float) -> dict[str, Any]:
+    entries = [{"token": word, "logprob": math.log(max(p, 1e-9)), "bytes": None}
+               for word, p in sorted({"yes": p_yes, "no": 1 - p_yes}.items(),
+                                     key=lambda item: -item[1])]
+    return {"content": [{**entries[0], "top_logprobs": entries}]}
 
 
 _installed = False
@@ -133,12 +180,15 @@ def _install() -> None:
     class ScriptedLLM(litellm.CustomLLM):  # type: ignore[misc,name-defined]
         def _respond(self, model: str, messages: list[dict[str, Any]], kwargs: dict[str, Any]) -> Any:
             name = model if model.startswith(f"{PROVIDER}/") else f"{PROVIDER}/{model}"
-            text = _reply(name, {**kwargs, "messages": messages})
+            text, p_yes = _reply(name, {**kwargs, "messages": messages})
             prompt = sum(len(str(m.get("content", "")).split()) for m in messages)
+            choice: dict[str, Any] = {"index": 0, "finish_reason": "stop",
+                                      "message": {"role": "assistant", "content": text}}
+            if p_yes is not None:
+                choice["logprobs"] = _logprobs(p_yes)
             return litellm.ModelResponse(
                 model=name,
-                choices=[{"index": 0, "finish_reason": "stop",
-                          "message": {"role": "assistant", "content": text}}],
+                choices=[choice],
                 usage={"prompt_tokens": prompt, "completion_tokens": len(text.split()),
                        "total_tokens": prompt + len(text.split())},
             )
@@ -148,9 +198,15 @@ def _install() -> None:
 
         async def acompletion(self, model: str, messages: list[dict[str, Any]], *args: Any, **kwargs: Any) -> Any:
             name = model if model.startswith(f"{PROVIDER}/") else f"{PROVIDER}/{model}"
-            if _delays.get(name):
-                await asyncio.sleep(_delays[name])
-            return self._respond(model, messages, kwargs)
+            counts = _in_flight.setdefault(name, [0, 0])
+            counts[0] += 1
+            counts[1] = max(counts)
+            try:
+                if _delays.get(name):
+                    await asyncio.sleep(_delays[name])
+                return self._respond(model, messages, kwargs)
+            finally:
+                counts[0] -= 1
 
     litellm.custom_provider_map = [
         *[p for p in litellm.custom_provider_map if p.get("provider") != PROVIDER],

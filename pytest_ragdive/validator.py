@@ -1,41 +1,114 @@
-"""Stage 2, the Conversation Validator: a judge accepts or rejects each generated turn."""
+"""Stage 2, the Conversation Validator: exact checks, then a judge, accept or reject a turn.
+
+Checks that can be decided exactly (does the follow-up lean on the conversation, does it
+ask again, is its evidence in the document, does it name "the document") are decided by
+code in :mod:`~pytest_ragdive.checks`. The rest are yes/no questions to the validator
+model, each read from the probability of "yes"; they share one prompt up to the question,
+so a model that keeps prompt prefixes evaluates the document and the conversation once.
+"""
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+import asyncio
 
+from . import checks
 from .generator import history_view
-from .llm import LLMClient, Model, ReplyError
+from .llm import LLMClient, Model
 from .models import Document, GeneratedTurn, RejectionCategory, Turn, Verdict
 from .templates import render
 
-
-class Checklist(BaseModel):
-    """The validator's JSON: one yes/no per rule, then what to fix.
-
-    A checklist of separate decisions is answered far more reliably than a list of
-    broken rules to pick from (small models copy the whole list); the rejection
-    categories follow from the failed checks.
-    """
-
-    refers_back: bool
-    standalone: bool
-    same_meaning: bool
-    answer_supported: bool
-    type_fits: bool
-    reads_naturally: bool
-    feedback: str
-
-
-#: check -> the paper's rejection class when it fails, and whether turn 1 has it
-CHECKS: dict[str, tuple[RejectionCategory, bool]] = {
-    "refers_back": ("rag_input_not_connected", False),
-    "standalone": ("not_standalone", False),
-    "same_meaning": ("question_not_consistent", False),
-    "answer_supported": ("ground_truth", True),
-    "type_fits": ("type", False),
-    "reads_naturally": ("document_mentioned", True),
+#: check -> the paper's rejection class when it fails
+CATEGORIES: dict[str, RejectionCategory] = {
+    "refers_back": "rag_input_not_connected",
+    "not_repeated": "question_not_consistent",
+    "evidence_in_source": "ground_truth",
+    "reads_naturally": "document_mentioned",
+    "standalone": "not_standalone",
+    "same_meaning": "question_not_consistent",
+    "answer_supported": "ground_truth",
+    "type_fits": "type",
 }
+
+#: the validator model's checks: the question, and what to tell the generator when it fails
+QUESTIONS: dict[str, tuple[str, str]] = {
+    "standalone": (
+        "Can the stand-alone question be understood by someone who has not seen the "
+        "conversation, with no \"it\", \"they\" or \"that\" left unexplained?",
+        "standalone_question must name what it asks about, not refer to the conversation",
+    ),
+    "same_meaning": (
+        "In this conversation, does the message ask for the same thing as the stand-alone "
+        "question?",
+        "standalone_question must ask exactly what rag_input asks in this conversation",
+    ),
+    "answer_supported": (
+        "Does the source text state the answer key, as an answer to the stand-alone question?",
+        "ground_truth must answer the question with facts the source text states",
+    ),
+    "type_fits": (
+        "Does the type fit the message? follow_up goes on from the last answer, clarification "
+        "asks to explain part of an answer, correction says the last answer was wrong, "
+        "comparative contrasts two things.",
+        "question_type does not fit the message",
+    ),
+}
+#: the checks that apply to turn 1 (it has no conversation to lean on)
+FIRST_TURN = ("evidence_in_source", "reads_naturally", "answer_supported")
+THRESHOLD = 0.5
+
+
+def exact_verdict(candidate: GeneratedTurn, document: Document, history: list[Turn]) -> Verdict:
+    """The exact checks' verdict on ``candidate``."""
+    earlier = [t.generated for t in history]
+    found: dict[str, str | None] = {
+        "evidence_in_source": checks.unsupported_key(candidate, document.text),
+        "reads_naturally": checks.mentions_source(candidate),
+    }
+    if history:
+        found["refers_back"] = checks.refers_back(
+            candidate.rag_input,
+            [q for t in earlier for q in (t.rag_input, t.standalone_question)],
+            [text for t in history for text in (t.generated.ground_truth, t.answer.answer)],
+        )
+        found["not_repeated"] = checks.repeated_question(candidate, earlier)
+    return _verdict({check: reason for check, reason in found.items() if reason})
+
+
+def _verdict(failed: dict[str, str]) -> Verdict:
+    if not failed:
+        return Verdict(valid=True)
+    return Verdict(valid=False, categories=sorted({CATEGORIES[c] for c in failed}),
+                   feedback="; ".join(failed.values()))
+
+
+def check_prompt(
+    check: str, candidate: GeneratedTurn, document: Document, history: list[Turn]
+) -> str:
+    return render("validator", document=document.text, history=history_view(history),
+                  candidate=candidate, question=QUESTIONS[check][0])
+
+
+async def judge_turn(
+    client: LLMClient,
+    model: Model,
+    *,
+    document: Document,
+    history: list[Turn],
+    candidate: GeneratedTurn,
+) -> Verdict:
+    """The validator model's verdict on ``candidate``: one yes/no question per check."""
+    asked = [c for c in QUESTIONS if history or c in FIRST_TURN]
+    answers = await asyncio.gather(*(
+        client.yes_probability(
+            model, [{"role": "user", "content": check_prompt(c, candidate, document, history)}]
+        )
+        for c in asked
+    ))
+    return _verdict({
+        check: f"{QUESTIONS[check][1]} (P(yes) {p_yes:.2f})"
+        for check, p_yes in zip(asked, answers, strict=True)
+        if p_yes < THRESHOLD
+    })
 
 
 async def validate_turn(
@@ -46,23 +119,9 @@ async def validate_turn(
     history: list[Turn],
     candidate: GeneratedTurn,
 ) -> Verdict:
-    """The verdict on ``candidate``. A reply that cannot be parsed is a rejection."""
-    prompt = render(
-        "validator",
-        document=document.text,
-        history=history_view(history),
-        index=len(history) + 1,
-        candidate=candidate,
-    )
-    try:
-        reply = await client.structured(model, [{"role": "user", "content": prompt}], Checklist)
-    except ReplyError as exc:
-        return Verdict(valid=False, feedback=f"the validator's reply could not be read: {exc}")
-    failed = [
-        category
-        for check, (category, on_first_turn) in CHECKS.items()
-        if (history or on_first_turn) and not getattr(reply, check)
-    ]
-    if not failed:
-        return Verdict(valid=True)
-    return Verdict(valid=False, categories=failed, feedback=reply.feedback)
+    """The exact checks' verdict on ``candidate`` and, when they pass, the model's."""
+    verdict = exact_verdict(candidate, document, history)
+    if not verdict.valid:
+        return verdict
+    return await judge_turn(client, model, document=document, history=history,
+                            candidate=candidate)

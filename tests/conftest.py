@@ -11,16 +11,15 @@ import pytest
 import pytest_ragdive as ragdive
 from pytest_ragdive.testing import scripted
 
-def ruling(messages):
+def yes(messages):
+    """P(yes) of a yes/no question: the multi-turn judges find that a reply with no memory
+    does not answer what the user meant; everything else passes."""
     prompt = messages[-1]["content"]
-    if prompt.startswith("Judge whether an assistant forgot"):
-        return {"reason": "lost the thread" if "(no memory)" in prompt else "kept it",
-                "verdict": int("(no memory)" in prompt)}
-    if prompt.startswith("Judge whether an assistant kept"):
-        return {"reason": "see answer", "verdict": int("(no memory)" not in prompt)}
-    return {"reason": "matches the reference", "verdict": 1}
+    multi_turn = prompt.startswith("Question:") and "Reference answer" not in prompt
+    answers = 0.1 if multi_turn and "(no memory)" in prompt else 0.9
+    return 1 - answers if "fail to answer" in prompt else answers
 
-JUDGE = scripted({"Ruling": ruling}, name="judge")
+JUDGE = scripted({"YesNo": yes}, name="judge")
 
 class Bot:
     def answer(self, question, history):

@@ -29,5 +29,6 @@ def test_full_cycle(project, xdist, monkeypatch):
     regressed.assert_outcomes(failed=2)
     out = regressed.stdout.str()
     assert "forgetfulness = 1.000, band [0.000, 0.000] (worse)" in out
-    assert "turn 2 ('And what else about it?'): lost the thread" in out
+    assert ("turn 2 ('And the second fact about it?'): the reply does not answer what the user "
+            "meant (P(yes) 0.10)") in out
     assert regressed.ret == 1

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 import pytest_ragdive as ragdive
 from pytest_ragdive.dialogue import run_blocking
-from pytest_ragdive.testing import calls, scripted
+from pytest_ragdive.testing import calls, max_in_flight, scripted
+from pytest_ragdive.validator import QUESTIONS
 
 DOC = ragdive.Document(id="tower", text="The Alder Tower is 120 m tall. It opened in 1931.")
 
@@ -26,11 +28,12 @@ class Bot:
         return ragdive.RagAnswer(answer=f"It is 120 m. ({question})", contexts=[DOC.text])
 
 
-def checklist(**failed: object) -> dict:
-    """A validator reply: every check passes unless given here."""
-    checks = dict.fromkeys(("refers_back", "standalone", "same_meaning", "answer_supported",
-                            "type_fits", "reads_naturally"), True)
-    return {**checks, "feedback": "", **failed}
+def validator(*failing: str, p_no: float = 0.1) -> Callable[[list[dict]], float]:
+    """A validator model's P(yes): the named checks fail (their question is answered no)."""
+    def answer(messages: list[dict]) -> float:
+        prompt = messages[-1]["content"]
+        return p_no if any(QUESTIONS[c][0] in prompt for c in failing) else 0.9
+    return answer
 
 
 def run(model: str, adapter: object, tmp_path: Path, **options: object) -> ragdive.Dialogue:
@@ -48,96 +51,153 @@ def test_dialogue_produces_all_six_scores(tmp_path: Path) -> None:
     assert all(0.0 <= v <= 1.0 for v in dialogue.scores.values())
     assert [t.generated.question_type for t in dialogue.turns] == ["initial", "follow_up", "follow_up"]
     # the RAG gets the context-dependent question and the visible history, never the rewrite
-    assert bot.seen == [("What is the topic?", 0), ("And what else about it?", 2),
-                        ("And what else about it?", 4)]
+    assert bot.seen == [("What is the topic?", 0), ("And the second fact about it?", 2),
+                        ("And the third fact about it?", 4)]
     first = dialogue.turns[0].generated
     assert first.rag_input == first.standalone_question
+    assert first.evidence == "The Alder Tower is 120 m tall."
     assert "forgetfulness" not in dialogue.turns[0].judgements  # multi-turn metrics from turn 2
     assert dialogue.usage.calls > 0 and dialogue.usage.prompt_tokens > 0
     assert ragdive.Dialogue.model_validate_json(dialogue.model_dump_json()) == dialogue
 
 
-def test_scores_average_the_turn_verdicts(tmp_path: Path) -> None:
-    def ruling(messages: list[dict]) -> dict:
+def test_scores_average_the_turn_verdicts_with_the_paper_directions(tmp_path: Path) -> None:
+    def yes(messages: list[dict]) -> float:
         prompt = messages[-1]["content"]
-        if prompt.startswith("Judge whether an assistant's answer is correct"):
-            # the first turn's answer is wrong, the others right
-            return {"reason": "r", "verdict": 0 if "What is the topic?" in prompt else 1}
-        if prompt.startswith("Judge whether an assistant forgot"):
-            return {"reason": "forgot", "verdict": 1}
-        return {"reason": "kept", "verdict": 1}
+        if "Reference answer" in prompt:  # the first turn's answer is wrong, the others right
+            return 0.2 if "What is the topic?" in prompt else 0.8
+        if prompt.startswith("Question: What is the third fact"):
+            answers = 0.3  # turn 3's reply misses what the user meant
+        else:
+            answers = 0.9
+        return 1 - answers if "fail to answer" in prompt else answers
 
-    dialogue = run(scripted({"Ruling": ruling}), Bot(), tmp_path)
+    dialogue = run(scripted({"YesNo": yes}), Bot(), tmp_path)
     assert dialogue.scores["correctness"] == pytest.approx(2 / 3)
-    assert dialogue.scores["forgetfulness"] == 1.0
-    assert dialogue.turns[1].judgements["forgetfulness"].reason == "forgot"
+    assert dialogue.scores["forgetfulness"] == 0.5  # 0 is best: turn 2 kept, turn 3 forgot
+    assert dialogue.scores["context_retention"] == 0.5
+    assert dialogue.turns[2].judgements["forgetfulness"].reason == (
+        "the reply does not answer what the user meant (P(yes) 0.30)")
+    # the two questions of a debiased judge are averaged: (0.8 + 1 - 0.2) / 2
+    assert dialogue.turns[1].judgements["forgetfulness"].reason.endswith("(P(yes) 0.90)")
 
 
-def test_invalid_turn_is_regenerated_with_the_feedback(tmp_path: Path) -> None:
-    verdicts = iter([checklist(answer_supported=False, feedback="say which tower")])
+TALL = {"question": "How tall is the Alder Tower?", "evidence": "The Alder Tower is 120 m tall.",
+        "ground_truth": "120 m."}
 
-    def validator(messages: list[dict]) -> dict:
-        return next(verdicts, checklist())
 
-    def first(messages: list[dict]) -> dict:
+def test_turn_failing_an_exact_check_is_regenerated_with_the_reason(tmp_path: Path) -> None:
+    def next_question(messages: list[dict]) -> dict:
         retry = "rejected your previous attempt" in messages[-1]["content"]
-        question = "How tall is the Alder Tower?" if retry else "How tall is it?"
-        return {"question": question, "ground_truth": "120 m"}
+        return {"standalone_question": "When did the Alder Tower open?",
+                "rag_input": "When did it open?" if retry else "When did the Alder Tower open?",
+                "evidence": "It opened in 1931.", "ground_truth": "In 1931.",
+                "question_type": "follow_up"}
 
-    model = scripted({"Checklist": validator, "FirstQuestion": first})
+    model = scripted({"FirstQuestion": lambda m: TALL, "NextQuestion": next_question})
     dialogue = run(model, Bot(), tmp_path, turns=2)
     assert dialogue.errors == {}
-    rejected = dialogue.turns[0].rejections
-    assert [r.verdict.categories for r in rejected] == [["ground_truth"]]
+    rejected = dialogue.turns[1].rejections
+    assert [r.verdict.categories for r in rejected] == [["rag_input_not_connected"]]
+    assert 'repeats "alder tower"' in rejected[0].verdict.feedback
+    assert dialogue.turns[1].generated.rag_input == "When did it open?"
+    prompts = [m[-1]["content"] for s, m in calls(model) if s == "NextQuestion"]
+    assert len(prompts) == 2 and 'repeats "alder tower"' in prompts[1]
+
+
+def test_invented_answer_key_and_repeated_question_are_rejected(tmp_path: Path) -> None:
+    attempts = iter([
+        {"evidence": "Ada Lind designed the tower.", "ground_truth": "Ada Lind."},  # invented
+        {"evidence": "The Alder Tower is 120 m tall.", "ground_truth": "125 m."},  # not its figure
+    ])
+
+    def first(messages: list[dict]) -> dict:
+        return {"question": "How tall is the Alder Tower?",
+                **next(attempts, {"evidence": "The Alder Tower is 120 m tall.",
+                                  "ground_truth": "120 m."})}
+
+    def again(messages: list[dict]) -> dict:  # asks turn 1's question again
+        return {"standalone_question": "How tall is the Alder Tower?", "rag_input": "How tall?",
+                "evidence": "The Alder Tower is 120 m tall.", "ground_truth": "120 m.",
+                "question_type": "follow_up"}
+
+    dialogue = run(scripted({"FirstQuestion": first, "NextQuestion": again}), Bot(), tmp_path,
+                   turns=2, max_regenerations=3)
+    feedback = [r.verdict.feedback for r in dialogue.turns[0].rejections]
+    assert "not copied from the source text" in feedback[0]
+    assert "ground_truth states 125" in feedback[1]
+    assert dialogue.turns[0].generated.ground_truth == "120 m."
+    assert "asks again what turn 1 asked" in dialogue.errors["dialogue"]
+
+
+def test_invalid_turn_is_regenerated_with_the_validators_feedback(tmp_path: Path) -> None:
+    def first(messages: list[dict]) -> dict:
+        retry = "rejected your previous attempt" in messages[-1]["content"]
+        return {**TALL, "question": "How tall is the Alder Tower?" if retry else "How tall?"}
+
+    def yes(messages: list[dict]) -> float:
+        prompt = messages[-1]["content"]
+        return 0.1 if "stand-alone question): How tall?" in prompt else 0.9
+
+    model = scripted({"FirstQuestion": first, "YesNo": yes})
+    dialogue = run(model, Bot(), tmp_path, turns=1, metrics=["correctness"])
+    assert dialogue.errors == {}
+    [rejected] = dialogue.turns[0].rejections
+    assert rejected.verdict.categories == ["ground_truth"]
     generator_prompts = [m[-1]["content"] for s, m in calls(model) if s == "FirstQuestion"]
     assert len(generator_prompts) == 2
-    assert "say which tower" not in generator_prompts[0]
-    assert "say which tower" in generator_prompts[1]
+    assert "the source text states (P(yes) 0.10)" in generator_prompts[1]
+    assert dialogue.turns[0].generated.rag_input == "How tall is the Alder Tower?"
 
 
 def test_exhausted_regenerations_end_the_dialogue_naming_turn_and_feedback(tmp_path: Path) -> None:
-    model = scripted({"Checklist": lambda m: checklist(
-        answer_supported=False, feedback="the answer key is wrong")})
+    model = scripted({"YesNo": validator("answer_supported")})
     dialogue = run(model, Bot(), tmp_path, max_regenerations=2)
     assert dialogue.turns == [] and dialogue.scores == {}
     error = dialogue.errors["dialogue"]
-    assert "turn 1" in error and "all 3 attempts" in error and "the answer key is wrong" in error
+    assert "turn 1" in error and "all 3 attempts" in error
+    assert "ground_truth must answer the question" in error
 
 
-def test_validation_once_checks_the_first_attempt_and_uses_one_regeneration(
+def test_validation_once_judges_one_attempt_and_takes_the_next_that_passes_exact_checks(
     tmp_path: Path,
 ) -> None:
-    # a validator that rejects everything: "until_valid" would end the dialogue
-    model = scripted({"Checklist": lambda m: checklist(refers_back=False, feedback="use 'it'")})
+    # a validator model that rejects every follow-up: "until_valid" would end the dialogue
+    model = scripted({"YesNo": validator("standalone")})
     dialogue = run(model, Bot(), tmp_path, validation="once", max_regenerations=5)
     assert dialogue.errors == {}
     assert [len(t.rejections) for t in dialogue.turns] == [0, 1, 1]
     assert [t.validated for t in dialogue.turns] == [True, False, False]
-    assert dialogue.turns[1].rejections[0].verdict.feedback == "use 'it'"
-    assert len([1 for s, _ in calls(model) if s == "Checklist"]) == 3  # one check per turn
+    assert "standalone_question must name" in dialogue.turns[1].rejections[0].verdict.feedback
+    standalone_asked = [m for s, m in calls(model)
+                        if s == "YesNo" and QUESTIONS["standalone"][0] in m[-1]["content"]]
+    assert len(standalone_asked) == 2  # one judged attempt per follow-up turn
     with pytest.raises(ValueError, match="validation must be one of until_valid, once"):
         run(model, Bot(), tmp_path, validation="never")
 
 
-def test_unparseable_validator_reply_is_a_rejection_not_a_pass(tmp_path: Path) -> None:
-    model = scripted({"Checklist": lambda m: "sure, looks fine!"})
-    dialogue = run(model, Bot(), tmp_path, max_regenerations=0)
-    assert "could not be read" in dialogue.errors["dialogue"]
-    # the client showed the model its error before giving up
-    validator_calls = [m for s, m in calls(model) if s == "Checklist"]
-    assert len(validator_calls) == 3
-    assert "That reply is invalid" in validator_calls[1][-1]["content"]
+def test_validation_once_still_applies_the_exact_checks(tmp_path: Path) -> None:
+    def next_question(messages: list[dict]) -> dict:  # never refers back
+        return {"standalone_question": "When did the Alder Tower open?",
+                "rag_input": "When did the Alder Tower open?", "evidence": "It opened in 1931.",
+                "ground_truth": "In 1931.", "question_type": "follow_up"}
+
+    model = scripted({"FirstQuestion": lambda m: TALL, "NextQuestion": next_question,
+                      "YesNo": validator("standalone")})
+    dialogue = run(model, Bot(), tmp_path, turns=2, validation="once", max_regenerations=2)
+    assert "turn 2" in dialogue.errors["dialogue"]
+    assert 'repeats "alder tower"' in dialogue.errors["dialogue"]
 
 
-def test_malformed_judge_reply_is_retried_then_scored(tmp_path: Path) -> None:
-    replies = iter(['{"reason": "x"}'])  # missing verdict once
+def test_judge_without_logprobs_is_read_from_its_text(tmp_path: Path) -> None:
+    replies = iter(["Yes"])
 
-    def ruling(messages: list[dict]) -> object:
-        return next(replies, {"reason": "fine", "verdict": 1})
+    def yes(messages: list[dict]) -> object:
+        return next(replies, "no")  # a provider without logprobs answers in words
 
-    dialogue = run(scripted({"Ruling": ruling}), Bot(), tmp_path, turns=1,
-                   metrics=["correctness"])
-    assert dialogue.scores == {"correctness": 1.0}
+    dialogue = run(scripted({"YesNo": yes}), Bot(), tmp_path, turns=1,
+                   metrics=["correctness"], validation="once")
+    assert dialogue.turns[0].judgements["correctness"].score == 0.0
 
 
 def test_uncomputable_metric_is_an_error_never_nan_or_zero(tmp_path: Path) -> None:
@@ -145,12 +205,16 @@ def test_uncomputable_metric_is_an_error_never_nan_or_zero(tmp_path: Path) -> No
         def answer(self, question: str, history: list[ragdive.Message]) -> ragdive.RagAnswer:
             return ragdive.RagAnswer(answer="It is tall.", contexts=[])
 
-    model = scripted({"Ruling": lambda m: "no json here"})
+    def yes(messages: list[dict]) -> object:
+        prompt = messages[-1]["content"]
+        return 0.9 if prompt.startswith("Source text") else "maybe"
+
+    model = scripted({"YesNo": yes})
     dialogue = run(model, NoContexts(), tmp_path, turns=2,
                    metrics=["correctness", "faithfulness", "forgetfulness"])
     assert dialogue.scores == {}
     assert "no contexts" in dialogue.errors["faithfulness"]
-    assert "no valid Ruling" in dialogue.errors["correctness"]
+    assert "answered a yes/no question with 'maybe'" in dialogue.errors["correctness"]
     assert "turn 2" in dialogue.errors["forgetfulness"]
     assert dialogue.turns[0].judgements["correctness"].score is None
 
@@ -176,7 +240,7 @@ def test_adapter_that_raises_ends_only_its_dialogue(tmp_path: Path) -> None:
     assert good.errors == {} and len(good.turns) == 2
     error = bad.errors["dialogue"]
     assert "turn 2" in error and "ConnectionError: vector store down" in error
-    assert "And what else about it?" in error
+    assert "And the second fact about it?" in error
 
 
 @pytest.mark.parametrize("kind", ["sync", "async"])
@@ -242,48 +306,36 @@ def test_free_text_role_reaches_the_generator(tmp_path: Path) -> None:
 
 
 def test_run_dialogues_shares_one_limit(tmp_path: Path) -> None:
-    docs = [ragdive.Document(id=f"d{i}", text=f"Fact {i}.") for i in range(3)]
+    docs = [ragdive.Document(id=f"d{i}", text=f"Fact {i}.") for i in range(4)]
+    model = scripted(latency=0.05)
     dialogues = run_blocking(ragdive.arun_dialogues(
-        docs, Bot(), judges=ragdive.Judges(scripted()), concurrency=2, turns=1,
+        docs, Bot(), judges=ragdive.Judges(model), concurrency=2, turns=1,
         metrics=["correctness"], cache_dir=tmp_path / "c"))
-    assert [d.document_id for d in dialogues] == ["d0", "d1", "d2"]
+    assert [d.document_id for d in dialogues] == ["d0", "d1", "d2", "d3"]
     assert all(d.scores == {"correctness": 1.0} for d in dialogues)
+    assert max_in_flight(model) == 2  # four dialogues at once, never more than the limit
 
 
-def test_validator_checks_that_do_not_apply_to_turn_one_are_ignored(tmp_path: Path) -> None:
-    def validator(messages: list[dict]) -> dict:
-        first_turn = "Generated turn 1:" in messages[-1]["content"]
-        # a confused judge fails the follow-up checks on turn 1: they do not apply there
-        return checklist(refers_back=False) if first_turn else checklist()
-
-    turns = iter([checklist(refers_back=False, feedback="refer back to the tower")])
-    dialogue = run(scripted({"Checklist": validator}), Bot(), tmp_path, turns=1,
-                   metrics=["correctness"])
+def test_follow_up_checks_are_not_asked_on_turn_one(tmp_path: Path) -> None:
+    # a confused validator model fails every follow-up check: none applies to turn 1, and
+    # "What is the topic?" leans on no conversation, which turn 1 need not do
+    model = scripted({"YesNo": validator("standalone", "same_meaning", "type_fits")})
+    dialogue = run(model, Bot(), tmp_path, turns=1, metrics=["correctness"])
     assert dialogue.errors == {} and dialogue.turns[0].rejections == []
-
-    def follow_up(messages: list[dict]) -> dict:
-        retry = "rejected your previous attempt" in messages[-1]["content"]
-        return {"standalone_question": "When did the Alder Tower open?",
-                "rag_input": "When did it open?" if retry else "When did the Alder Tower open?",
-                "ground_truth": "1931", "question_type": "follow_up"}
-
-    model = scripted({"NextQuestion": follow_up,
-                      "Checklist": lambda m: checklist() if "Generated turn 1:" in
-                      m[-1]["content"] else next(turns, checklist())})
-    second = run(model, Bot(), tmp_path / "2", turns=2, metrics=["correctness"])
-    assert [r.verdict.categories for r in second.turns[1].rejections] == [
-        ["rag_input_not_connected"]]
+    asked = [m[-1]["content"] for s, m in calls(model) if s == "YesNo"]
+    assert sum(QUESTIONS["answer_supported"][0] in p for p in asked) == 1
+    assert not any(QUESTIONS["standalone"][0] in p for p in asked)
 
 
 def test_transient_provider_errors_are_retried(tmp_path: Path) -> None:
     failures = iter([True])
 
-    def flaky(messages: list[dict]) -> dict:
+    def flaky(messages: list[dict]) -> float:
         if next(failures, False):
             raise ConnectionError("provider hiccup")
-        return {"reason": "fine", "verdict": 1}
+        return 0.9
 
-    dialogue = run(scripted({"Ruling": flaky}), Bot(), tmp_path, turns=1,
+    dialogue = run(scripted({"YesNo": flaky}), Bot(), tmp_path, turns=1,
                    metrics=["correctness"])
     assert dialogue.errors == {} and dialogue.scores == {"correctness": 1.0}
 

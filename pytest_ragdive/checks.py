@@ -1,0 +1,130 @@
+"""Exact checks of a generated turn, run before any model judges it.
+
+Each check returns None when the turn passes, else the reason, phrased as feedback the
+generator can act on. They are cheap and they do not guess: a follow-up that repeats the
+subject of earlier turns, asks again what was asked, quotes evidence that is not in the
+document, or names "the document" is rejected whatever a model would say.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from .models import GeneratedTurn
+
+_WORD = re.compile(r"[\w'-]+", re.UNICODE)
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+STOPWORDS = frozenset(
+    """a an the of in on at to for from by with and or but is are was were be been being do does
+    did has have had what which who whom whose when where why how many much long far often there
+    their they them it its this that these those he she his her one ones i you we me my your our
+    can could would should will shall may might must about into than then so if not no yes any
+    some all each every more most less least also just only very too as up down out over under
+    again please tell know say said like get got""".split()
+)
+REFERRING = frozenset(
+    "it its it's itself they them their theirs themselves this that these those there then one "
+    "ones he she him his her he's she's same other former latter both either".split()
+)
+ELLIPTICAL_STARTS = ("and ", "what about", "how about", "but ", "or ", "also", "so ", "why", "then ")
+MENTIONS_SOURCE = re.compile(
+    r"\b(the|this|your|that) (source|text|document|passage|article|context)\b", re.IGNORECASE
+)
+
+
+def words(text: str) -> list[str]:
+    return [w.lower().strip("'-") for w in _WORD.findall(text)]
+
+
+def content_words(text: str) -> list[str]:
+    return [w for w in words(text) if w and w not in STOPWORDS and not w.isdigit()]
+
+
+def _normalized(text: str) -> str:
+    return " ".join(words(text))
+
+
+def repeated_subject(rag_input: str, questions: Sequence[str], answers: Sequence[str] = ()) -> str | None:
+    """The phrase of the conversation that ``rag_input`` repeats instead of referring to
+    it: two content words in a row from an earlier question, or a name (a capitalized
+    word inside a sentence) from an earlier question or answer."""
+    mine = content_words(rag_input)
+    pairs = {" ".join(p) for p in zip(mine, mine[1:])}
+    names = {w.lower() for w in re.findall(r"(?<!^)(?<![.?!] )\b[A-Z][\w-]+", rag_input)}
+    names -= STOPWORDS
+    for question in questions:
+        theirs = content_words(question)
+        for pair in zip(theirs, theirs[1:]):
+            if " ".join(pair) in pairs:
+                return " ".join(pair)
+    for text in (*questions, *answers):
+        shared = names & set(content_words(text))
+        if shared:
+            return sorted(shared)[0]
+    return None
+
+
+def refers_back(rag_input: str, questions: Sequence[str], answers: Sequence[str] = ()) -> str | None:
+    """None when a follow-up leaves its subject to the conversation (a pronoun, or just
+    not naming it again); else what to fix."""
+    phrase = repeated_subject(rag_input, questions, answers)
+    if phrase:
+        return (f'rag_input repeats "{phrase}" from earlier turns; refer to it the way people '
+                f'do in a chat ("it", "they", "that one") or leave it out')
+    return None
+
+
+def _overlap(a: str, b: str) -> float:
+    x, y = set(content_words(a)), set(content_words(b))
+    return len(x & y) / len(x | y) if x | y else 1.0
+
+
+def repeated_question(candidate: GeneratedTurn, earlier: Sequence[GeneratedTurn]) -> str | None:
+    """None unless the candidate asks again what an earlier turn asked."""
+    for index, turn in enumerate(earlier, 1):
+        same_text = _normalized(candidate.rag_input) == _normalized(turn.rag_input)
+        if same_text or _overlap(candidate.standalone_question, turn.standalone_question) >= 0.75:
+            return (f"it asks again what turn {index} asked ({turn.standalone_question!r}); "
+                    f"ask about another fact")
+    return None
+
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def supporting_sentence(evidence: str, document: str) -> tuple[str, float]:
+    """The document's sentence that ``evidence`` quotes, and the share of the evidence's
+    content words found in it (1.0 for an exact quote; a small model shortens quotes)."""
+    wanted = set(content_words(evidence)) or set(words(evidence))
+    best, share = "", 0.0
+    for sentence in _SENTENCE.split(document):
+        found = len(wanted & set(words(sentence))) / len(wanted) if wanted else 0.0
+        if found > share:
+            best, share = sentence.strip(), found
+    return best, share
+
+
+def unsupported_key(candidate: GeneratedTurn, document: str) -> str | None:
+    """None when the quoted evidence is (nearly word for word) a sentence of the document
+    and that sentence holds every number of the answer key; else what to fix."""
+    if not candidate.evidence.strip():
+        return "evidence is empty; copy the sentence of the source text that states the answer"
+    sentence, share = supporting_sentence(candidate.evidence, document)
+    if share < 0.7:
+        return ("evidence is not copied from the source text; copy the sentence that states "
+                "the answer as it is written")
+    numbers = set(_NUMBER.findall(sentence))
+    missing = [n for n in _NUMBER.findall(candidate.ground_truth) if n not in numbers]
+    if missing:
+        return (f"ground_truth states {', '.join(missing)}, which the quoted sentence of the "
+                f"source text does not; take the answer only from that sentence")
+    return None
+
+
+def mentions_source(candidate: GeneratedTurn) -> str | None:
+    text = f"{candidate.rag_input} {candidate.standalone_question} {candidate.ground_truth}"
+    match = MENTIONS_SOURCE.search(text)
+    if match:
+        return f'it mentions "{match.group(0)}"; a real user has not seen any document'
+    return None

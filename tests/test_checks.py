@@ -1,0 +1,56 @@
+"""The exact checks of a generated turn."""
+
+from __future__ import annotations
+
+from pytest_ragdive import checks
+from pytest_ragdive.models import GeneratedTurn
+
+DOC = ("CityCycle is Brenmouth's public bike-share scheme. It was launched on 1 June 2014 with "
+       "300 bicycles and has since grown to 1,150 bicycles, including 350 electric bikes added "
+       "in 2021.")
+
+
+def turn(rag_input: str = "How many are electric?", standalone: str = "How many electric "
+         "bikes does CityCycle have?", evidence: str = "including 350 electric bikes added in "
+         "2021", ground_truth: str = "350.") -> GeneratedTurn:
+    return GeneratedTurn(rag_input=rag_input, standalone_question=standalone,
+                         ground_truth=ground_truth, evidence=evidence,
+                         question_type="follow_up")
+
+
+def test_a_follow_up_must_not_repeat_the_subject_of_earlier_turns() -> None:
+    earlier = ["What is Brenmouth's public bike-share scheme called?"]
+    assert checks.refers_back("When was it launched?", earlier, ["It is called CityCycle."]) is None
+    assert checks.refers_back("And electric ones?", earlier) is None
+    repeated = checks.refers_back("When was the public bike-share scheme launched?", earlier)
+    assert repeated is not None and '"public bike-share"' in repeated
+    named = checks.refers_back("When was CityCycle launched?", earlier, ["It is called CityCycle."])
+    assert named is not None and '"citycycle"' in named
+
+
+def test_a_question_asked_before_is_a_repeat() -> None:
+    first = turn()
+    assert checks.repeated_question(turn(rag_input="And how many are electric?"), [first])
+    paraphrase = turn(rag_input="Electric ones?", standalone="How many electric bikes does "
+                      "CityCycle have in total?")
+    assert checks.repeated_question(paraphrase, [first]) is not None
+    other = turn(rag_input="When did it start?", standalone="When was CityCycle launched?")
+    assert checks.repeated_question(other, [first]) is None
+
+
+def test_the_answer_key_must_come_from_a_quoted_sentence_of_the_document() -> None:
+    assert checks.unsupported_key(turn(), DOC) is None
+    # a shortened quote is found; its figures are checked against the document's sentence
+    short = turn(evidence="CityCycle added 350 electric bikes in 2021.")
+    assert checks.unsupported_key(short, DOC) is None
+    wrong = checks.unsupported_key(turn(ground_truth="It has 360 electric bikes."), DOC)
+    assert wrong is not None and "360" in wrong
+    invented = checks.unsupported_key(turn(evidence="Every bike has a top speed of 25 km/h."), DOC)
+    assert invented is not None and "not copied" in invented
+    assert "empty" in str(checks.unsupported_key(turn(evidence=" "), DOC))
+
+
+def test_naming_the_document_is_caught() -> None:
+    assert checks.mentions_source(turn()) is None
+    found = checks.mentions_source(turn(rag_input="What does the text say about e-bikes?"))
+    assert found is not None and "the text" in found
