@@ -93,33 +93,31 @@ def repeated_question(candidate: GeneratedTurn, earlier: Sequence[GeneratedTurn]
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
-def supporting_sentence(evidence: str, document: str) -> tuple[str, float]:
-    """The document's sentence that ``evidence`` quotes, and the share of the evidence's
-    content words found in it (1.0 for an exact quote; a small model shortens quotes)."""
+def supporting_sentences(evidence: str, document: str) -> list[str]:
+    """The document's sentences that ``evidence`` may quote: those holding at least half of
+    its content words (a small model shortens and rewords its quotes)."""
     wanted = set(content_words(evidence)) or set(words(evidence))
-    best, share = "", 0.0
-    for sentence in _SENTENCE.split(document):
-        found = len(wanted & set(words(sentence))) / len(wanted) if wanted else 0.0
-        if found > share:
-            best, share = sentence.strip(), found
-    return best, share
+    return [
+        sentence.strip() for sentence in _SENTENCE.split(document)
+        if wanted and len(wanted & set(words(sentence))) >= len(wanted) / 2
+    ]
 
 
 def unsupported_key(candidate: GeneratedTurn, document: str) -> str | None:
-    """None when the quoted evidence is (nearly word for word) a sentence of the document
-    and that sentence holds every number of the answer key; else what to fix."""
+    """None when the quoted evidence matches a sentence of the document that holds every
+    number of the answer key; else what to fix."""
     if not candidate.evidence.strip():
         return "evidence is empty; copy the sentence of the source text that states the answer"
-    sentence, share = supporting_sentence(candidate.evidence, document)
-    if share < 0.7:
+    sentences = supporting_sentences(candidate.evidence, document)
+    if not sentences:
         return ("evidence is not copied from the source text; copy the sentence that states "
                 "the answer as it is written")
-    numbers = set(_NUMBER.findall(sentence))
-    missing = [n for n in _NUMBER.findall(candidate.ground_truth) if n not in numbers]
-    if missing:
-        return (f"ground_truth states {', '.join(missing)}, which the quoted sentence of the "
-                f"source text does not; take the answer only from that sentence")
-    return None
+    numbers = _NUMBER.findall(candidate.ground_truth)
+    if any(all(n in _NUMBER.findall(s) for n in numbers) for s in sentences):
+        return None
+    missing = sorted({n for n in numbers if not any(n in _NUMBER.findall(s) for s in sentences)})
+    return (f"ground_truth states {', '.join(missing or numbers)}, which the quoted sentence of "
+            f"the source text does not; take the answer only from that sentence")
 
 
 def mentions_source(candidate: GeneratedTurn) -> str | None:

@@ -185,8 +185,17 @@ def test_validation_once_still_applies_the_exact_checks(tmp_path: Path) -> None:
     model = scripted({"FirstQuestion": lambda m: TALL, "NextQuestion": next_question,
                       "YesNo": validator("standalone")})
     dialogue = run(model, Bot(), tmp_path, turns=2, validation="once", max_regenerations=2)
-    assert "turn 2" in dialogue.errors["dialogue"]
-    assert 'repeats "alder tower"' in dialogue.errors["dialogue"]
+    # every attempt was sent back; "once" then takes the last one, since its only fault
+    # was not leaning on the conversation, and marks it unvalidated
+    assert dialogue.errors == {}
+    second = dialogue.turns[1]
+    assert not second.validated and len(second.rejections) == 3
+    assert all(r.verdict.categories == ["rag_input_not_connected"] for r in second.rejections)
+    assert 'repeats "alder tower"' in second.rejections[0].verdict.feedback
+    # an invented answer key is never taken
+    invented = scripted({"FirstQuestion": lambda m: {**TALL, "ground_truth": "150 m."}})
+    failed = run(invented, Bot(), tmp_path, turns=1, validation="once", max_regenerations=1)
+    assert "ground_truth states 150" in failed.errors["dialogue"]
 
 
 def test_judge_without_logprobs_is_read_from_its_text(tmp_path: Path) -> None:
