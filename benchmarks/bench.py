@@ -221,8 +221,8 @@ def eval_chains(turns: int, contexts: int) -> list[tuple[str, int]]:
     generation, then NLI over the joined contexts (2 calls in a row); ContextPrecision
     (WithReference).ascore awaits one call per retrieved context in a ``for`` loop (one
     call after the other, not gathered); ContextRecall.ascore makes one call over the
-    joined contexts. correctness, forgetfulness and context_retention are one Ruling
-    call each; the multi-turn two start at turn 2.
+    joined contexts. correctness, forgetfulness and context_retention are one yes/no call
+    each (the multi-turn two ask twice, at once); the multi-turn two start at turn 2.
     """
     chains = []
     for turn in range(1, turns + 1):

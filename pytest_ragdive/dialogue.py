@@ -14,7 +14,17 @@ from .evaluator import check_metrics, evaluate
 from .generator import generate_turn
 from .llm import Judges, LLMClient, ModelError, release_loop, usage_scope
 from .markers import VALIDATIONS
-from .models import Dialogue, Document, Message, RagAnswer, Rejection, Turn, Usage
+from .models import (
+    Dialogue,
+    Document,
+    GeneratedTurn,
+    Message,
+    RagAnswer,
+    Rejection,
+    Turn,
+    Usage,
+    Verdict,
+)
 from .templates import role_description
 from .validator import exact_verdict, judge_turn
 
@@ -125,7 +135,7 @@ async def _converse(
         feedback = ""
         validated = True
         judged = False  # under "once", the validator model judges one attempt per turn
-        fallback = None  # under "once": an attempt whose only fault was not leaning back
+        fallback: tuple[int, GeneratedTurn] | None = None  # see _better_fallback
         for attempt in range(max_regenerations + 1):
             report(document.id, index, "generate")
             candidate = await generate_turn(
@@ -146,13 +156,12 @@ async def _converse(
                 break
             rejections.append(Rejection(turn=candidate, verdict=verdict))
             feedback = verdict.feedback or ", ".join(verdict.categories) or "invalid turn"
-            if verdict.categories == ["rag_input_not_connected"]:
-                fallback = candidate
+            fallback = _better_fallback(fallback, candidate, verdict)
         else:
             if validation == "once" and fallback is not None:
-                # the paper's set-up uses a regenerated turn unchecked; here it must at least
-                # pass every exact check but the lean on the conversation
-                candidate, validated = fallback, False
+                # the paper's set-up uses a regenerated turn unchecked; here its answer key
+                # must at least be the document's
+                candidate, validated = fallback[1], False
             else:
                 raise DialogueError(
                     f"turn {index}: the validator rejected all {max_regenerations + 1} attempts "
@@ -170,6 +179,22 @@ async def _converse(
         ]
     report(document.id, turns, "evaluate")
     await evaluate(dialogue, client, models["evaluator"], metrics)
+
+
+#: faults an attempt may have and still be used under validation "once", best first: not
+#: leaning on the conversation; that and asking again. An invented answer key never is.
+_TOLERABLE = ({"rag_input_not_connected"}, {"rag_input_not_connected", "question_not_consistent"})
+
+
+def _better_fallback(
+    fallback: tuple[int, GeneratedTurn] | None, candidate: GeneratedTurn, verdict: Verdict
+) -> tuple[int, GeneratedTurn] | None:
+    """The attempt to use if none passes: the latest one with the least tolerable faults."""
+    faults = set(verdict.categories)
+    rank = next((i for i, ok in enumerate(_TOLERABLE) if faults and faults <= ok), None)
+    if rank is None or (fallback is not None and fallback[0] < rank):
+        return fallback
+    return rank, candidate
 
 
 async def _start(adapter: RagAdapter) -> RagAdapter:
