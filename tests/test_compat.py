@@ -6,7 +6,6 @@ import importlib.metadata
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest_ragdive as ragdive
@@ -56,9 +55,9 @@ def test_run_dialogue_returns_promptly_and_the_process_ends(tmp_path: Path) -> N
                              record_mode="all")
         print("second dialogue", round(time.perf_counter() - start, 1), flush=True)
     """)
-    start = time.perf_counter()
+    # the bound of a hang: imports and two scripted dialogues take seconds, even on a busy machine
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=120)
+                          timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert "second dialogue" in done.stdout
-    assert time.perf_counter() - start < 60, f"took {time.perf_counter() - start:.0f} s ({installed()})"
+    seconds = float(done.stdout.split("second dialogue")[1])
+    assert seconds < 30, f"run_dialogue took {seconds} s to return ({installed()})"
