@@ -110,18 +110,3 @@ async def judge_turn(
         if p_yes < THRESHOLD
     })
 
-
-async def validate_turn(
-    client: LLMClient,
-    model: Model,
-    *,
-    document: Document,
-    history: list[Turn],
-    candidate: GeneratedTurn,
-) -> Verdict:
-    """The exact checks' verdict on ``candidate`` and, when they pass, the model's."""
-    verdict = exact_verdict(candidate, document, history)
-    if not verdict.valid:
-        return verdict
-    return await judge_turn(client, model, document=document, history=history,
-                            candidate=candidate)
