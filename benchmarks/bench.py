@@ -7,7 +7,7 @@
     python benchmarks/bench.py --what-if  # also: the proposed fixes, simulated (+5 minutes)
 
 It writes a throw-away pytest project into a temp dir (a conftest with the scripted fake
-model of ``pytest_ragdive.testing`` answering after a fixed latency, an adapter that
+model of ``pytest_ragdive.llm.scripted`` answering after a fixed latency, an adapter that
 sleeps a fixed latency, N documents, one ``@ragdive.conversation(turns=T)`` test) and
 times real ``python -m pytest -m ragdive`` subprocesses on it, each with a fresh
 ``--ragdive-cache-dir`` (every model call is a miss and waits its latency) and
@@ -118,7 +118,7 @@ class Bot:
 
 CONFTEST = '''
 import pytest
-from pytest_ragdive.testing import scripted
+from pytest_ragdive.llm.scripted import scripted
 
 MODEL_LATENCY = {model_latency!r}
 ADAPTER_LATENCY = {adapter_latency!r}
@@ -215,7 +215,7 @@ def make_project(root: Path, cfg: Config) -> Path:
 
 def eval_chains(turns: int, contexts: int) -> list[tuple[str, int]]:
     """(metric, sequential model calls) of every judgement of one dialogue, as
-    ``pytest_ragdive.evaluator.evaluate`` starts them, all at once.
+    ``pytest_ragdive.engine.evaluator.evaluate`` starts them, all at once.
 
     From ragas 0.4.3 ``metrics/collections``: Faithfulness.ascore awaits statement
     generation, then NLI over the joined contexts (2 calls in a row); ContextPrecision
@@ -433,9 +433,9 @@ def probe(turns: int, contexts: int, model_latency: float, adapter_latency: floa
           documents: int, concurrency: int) -> dict[str, Any]:
     import gc
 
-    from pytest_ragdive import testing
-    from pytest_ragdive.cache import ResponseCache
-    from pytest_ragdive.llm import LLMClient, import_litellm
+    from pytest_ragdive.llm.cache import ResponseCache
+    from pytest_ragdive.llm.client import LLMClient, import_litellm
+    from pytest_ragdive.llm.client import scripted as testing
 
     out: dict[str, Any] = {}
     start = time.perf_counter()
@@ -783,12 +783,12 @@ def section_startup(root: Path, repeats: int) -> str:
         done = subprocess.run(
             [sys.executable, "-X", "importtime", "-c",
              "import pytest, _pytest.config; import pytest_ragdive.plugin, "
-             "pytest_ragdive.session"], capture_output=True, text=True, check=True)
+             "pytest_ragdive.plugin.session"], capture_output=True, text=True, check=True)
         total = 0
         for line in done.stderr.splitlines():
             parts = [part.strip() for part in line.split("|")]
-            if len(parts) == 3 and parts[2] in ("pytest_ragdive", "pytest_ragdive.plugin",
-                                                "pytest_ragdive.session"):
+            if len(parts) == 3 and parts[2] in ("pytest_ragdive", "pytest_ragdive.plugin.hooks",
+                                                "pytest_ragdive.plugin.session"):
                 total += int(parts[1])
         imports.append(total / 1000)
     rows = []
@@ -810,7 +810,7 @@ def section_startup(root: Path, repeats: int) -> str:
         f"{(median(times['with ragdive']) - median(times['-p no:ragdive'])) * 1000:+.0f} ms); "
         f"importing pytest_ragdive, .plugin and .session after pytest costs "
         f"{median(imports):.1f} ms (python -X importtime, median of {repeats}), most of it "
-        f"asyncio, which pytest_ragdive.session imports at configure through .runner",
+        f"asyncio, which pytest_ragdive.plugin.session imports at configure through .runner",
     ])
 
 

@@ -19,11 +19,11 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest_ragdive as ragdive
-from pytest_ragdive import embedded
-from pytest_ragdive.cache import ResponseCache
-from pytest_ragdive.dialogue import run_blocking
-from pytest_ragdive.llm import LLMClient
-from pytest_ragdive.prefixes import CallStats
+from pytest_ragdive.engine.dialogue import run_blocking
+from pytest_ragdive.llm.cache import ResponseCache
+from pytest_ragdive.llm.client import LLMClient
+from pytest_ragdive.llm.embedded import runtime, weights
+from pytest_ragdive.llm.embedded.prefixes import CallStats
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "example_project"
 
@@ -60,16 +60,16 @@ def main(argv: list[str] | None = None) -> int:
     client = LLMClient(ResponseCache(Path(tempfile.mkdtemp()), "all"), concurrency=8,
                        timeout=1800)
     bot = RagBot(client=client)
-    load = embedded.load()
+    load = runtime.load()
     start = time.perf_counter()
     dialogues = run_blocking(ragdive.arun_dialogues(
-        docs, bot, judges=ragdive.Judges(embedded.MODEL), client=client, turns=args.turns,
+        docs, bot, judges=ragdive.Judges(weights.MODEL), client=client, turns=args.turns,
         role="precise", validation="once", max_regenerations=5, seed=args.seed,
         adapter_timeout=1800))
     wall = time.perf_counter() - start
 
     rows: dict[str, list[float]] = defaultdict(lambda: [0, 0, 0, 0, 0.0])
-    for stats in embedded.call_log():
+    for stats in runtime.call_log():
         row = rows[stage_of(stats)]
         row[0] += 1
         row[1] += stats.prompt_tokens
@@ -90,8 +90,8 @@ def main(argv: list[str] | None = None) -> int:
           f"| {seconds:.0f} |")
     print(f"\nwall {wall / 60:.1f} min for the dialogues (+{load:.0f} s model load); prompt "
           f"tokens evaluated per dialogue {(prompt - reused) / len(dialogues):,.0f} of "
-          f"{prompt / len(dialogues):,.0f}; threads {embedded._threads()} "
-          f"(one core is left to the event loop and the bot; see embedded._threads)")
+          f"{prompt / len(dialogues):,.0f}; threads {runtime._threads()} "
+          f"(one core is left to the event loop and the bot; see runtime._threads)")
     return 0
 
 

@@ -17,10 +17,10 @@ import sys
 from pathlib import Path
 
 import pytest_ragdive as ragdive
-from pytest_ragdive import checks
-from pytest_ragdive.cache import ResponseCache
-from pytest_ragdive.dialogue import run_blocking
-from pytest_ragdive.llm import LLMClient
+from pytest_ragdive.engine import checks
+from pytest_ragdive.engine.dialogue import run_blocking
+from pytest_ragdive.llm.cache import ResponseCache
+from pytest_ragdive.llm.client import LLMClient
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "example_project"
 

@@ -13,7 +13,6 @@ accuracy, the confusion matrix, the AUC of the judge's probability and seconds p
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
 import tempfile
@@ -21,12 +20,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pytest_ragdive.cache import ResponseCache
-from pytest_ragdive.dialogue import run_blocking
-from pytest_ragdive import validator
-from pytest_ragdive.evaluator import JUDGES, yes_probability
-from pytest_ragdive.llm import LLMClient
-from pytest_ragdive.models import Document, GeneratedTurn, RagAnswer, Turn
+from pytest_ragdive.engine import validator
+from pytest_ragdive.engine.dialogue import run_blocking
+from pytest_ragdive.engine.evaluator import JUDGES, yes_probability
+from pytest_ragdive.engine.models import Document, GeneratedTurn, RagAnswer, Turn
+from pytest_ragdive.llm.cache import ResponseCache
+from pytest_ragdive.llm.client import LLMClient
 
 HERE = Path(__file__).parent / "judges"
 EMBEDDED = "embedded/qwen2.5-coder-1.5b"

@@ -6,7 +6,7 @@ import pytest
 from ragbot import RagBot
 
 import pytest_ragdive as ragdive
-from pytest_ragdive.llm import LLMClient
+from pytest_ragdive import LLMClient
 
 
 @pytest.fixture(scope="session")

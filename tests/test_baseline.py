@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pytest_ragdive import baseline
+from pytest_ragdive.plugin import bands as baseline
 
 
 def test_a_recorded_run_is_inside_its_own_rounded_band() -> None:

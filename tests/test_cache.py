@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_ragdive.cache import CacheMiss, CacheWarning, ResponseCache, request_key
+from pytest_ragdive.llm.cache import CacheMiss, CacheWarning, ResponseCache, request_key
 
 REQUEST = {"model": "fake/m", "messages": [{"role": "user", "content": "How tall?\nmore"}],
            "temperature": 0.0, "seed": 0}

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from pytest_ragdive import checks
-from pytest_ragdive.models import GeneratedTurn
+from pytest_ragdive.engine import checks
+from pytest_ragdive.engine.models import GeneratedTurn
 
 DOC = ("CityCycle is Brenmouth's public bike-share scheme. It was launched on 1 June 2014 with "
        "300 bicycles and has since grown to 1,150 bicycles, including 350 electric bikes added "

@@ -9,8 +9,8 @@ import textwrap
 from pathlib import Path
 
 import pytest_ragdive as ragdive
-from pytest_ragdive.evaluator import RAGAS_METRICS
-from pytest_ragdive.testing import scripted
+from pytest_ragdive.engine.evaluator import RAGAS_METRICS
+from pytest_ragdive.llm.scripted import scripted
 
 LIBRARIES = ("ragas", "instructor", "litellm", "openai", "langchain-core")
 DOC = ragdive.Document(id="tower", text="The Alder Tower is 120 m tall. It opened in 1931.")
@@ -42,7 +42,7 @@ def test_run_dialogue_returns_promptly_and_the_process_ends(tmp_path: Path) -> N
     # run_dialogue from returning nor the interpreter from exiting.
     script = textwrap.dedent(f"""
         import time, pytest_ragdive as ragdive
-        from pytest_ragdive.testing import scripted
+        from pytest_ragdive.llm.scripted import scripted
         class Bot:
             def answer(self, question, history):
                 return ragdive.RagAnswer(answer="It is 120 m tall.", contexts=["a fact"])

@@ -10,7 +10,7 @@ CONFTEST = '''
 import asyncio, json, os, time
 import pytest
 import pytest_ragdive as ragdive
-from pytest_ragdive.testing import scripted
+from pytest_ragdive.llm.scripted import scripted
 
 JUDGE = scripted(name="judge", latency=0.05)
 LOG = os.path.join(os.path.dirname(__file__), "calls.jsonl")

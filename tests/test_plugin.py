@@ -30,24 +30,29 @@ def test_improvement_passes_with_a_note_and_can_be_made_to_fail(project, monkeyp
     strict.stdout.fnmatch_lines(["*rose above their baseline band*"])
 
 
-def test_aggregate_outside_its_band_fails_the_session(project):
+def test_aggregate_outside_its_band_fails_the_session(project, monkeypatch):
     ragdive(project, "--ragdive-update").assert_outcomes(passed=2)
-    path = project.path / "__ragdive__" / "test_bot" / "test_bot.aggregate.json"
+    folder = project.path / "__ragdive__" / "test_bot"
+    for item in ("test_bot[alpha].json", "test_bot[beta].json"):  # items: anything goes
+        band = json.loads((folder / item).read_text())
+        for stats in band["metrics"].values():
+            stats.update(min=0.0, max=1.0)
+        (folder / item).write_text(json.dumps(band))
+    path = folder / "test_bot.aggregate.json"
     band = json.loads(path.read_text())
     band["metrics"]["correctness"].update(min=0.5, max=0.5)  # the mean is 1.0: better
-    band["metrics"]["context_retention"].update(min=0.0, max=0.0)
-    band["metrics"]["forgetfulness"].update(min=0.5, max=0.9)  # the mean is 0.0: better
-    band["metrics"]["faithfulness"].update(min=1.5, max=2.0)  # the mean is 1.0: worse
     path.write_text(json.dumps(band))
 
+    monkeypatch.setenv("BOT_MODE", "forgetful")  # context_retention falls from 1.0
     result = ragdive(project)
     result.assert_outcomes(passed=2)  # every item is inside its own band
     assert result.ret == 1
     result.stdout.fnmatch_lines([
         "*test_bot.py::test_bot  (2 documents): regressed*",
-        "*faithfulness*mean 1.000*<< worse*",
+        "*context_retention  mean 0.000*<< worse",
         "*FAILED: a test's mean over its documents left its aggregate band*",
     ])
+    assert "correctness        mean 1.000   band [0.500, 0.500]  >> better" in result.stdout.str()
 
     subset = ragdive(project, "-k", "alpha")  # not every document ran: no aggregate verdict
     subset.assert_outcomes(passed=1)
@@ -97,8 +102,8 @@ def test_unknown_marker_option_is_a_collection_error(pytester):
     result = pytester.runpytest_subprocess("-p", "no:langsmith_plugin")
     assert result.ret == pytest.ExitCode.INTERRUPTED
     result.stdout.fnmatch_lines([
-        "*unknown option(s) persona; valid options: turns, role, documents, metrics, "
-        "max_regenerations, validation, runs*"])
+        "*unknown option(s) persona; valid options: turns, role, metrics, max_regenerations, "
+        "validation, runs, documents*"])
 
 
 def test_bad_marker_value_is_a_collection_error(pytester):
@@ -110,7 +115,7 @@ def test_bad_marker_value_is_a_collection_error(pytester):
             pass
     """)
     result = pytester.runpytest_subprocess("-p", "no:langsmith_plugin")
-    result.stdout.fnmatch_lines(["*turns=0 is not an int >= 1*"])
+    result.stdout.fnmatch_lines(["*turns=0 is not an integer >= 1*"])
     assert result.ret != 0
 
 
@@ -185,5 +190,11 @@ def test_one_turn_conversations_leave_out_multi_turn_metrics(pytester):
     """)
     result = pytester.runpytest_subprocess("-p", "no:langsmith_plugin", "--ragdive-update",
                                            "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=2, errors=2)  # one per document
-    result.stdout.fnmatch_lines(["*test_asked*forgetfulness need at least 2 turns*"])
+    # a setting that cannot work stops the run at collection, naming the test
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*test_asked*forgetfulness need at least 2 turns*"])
+    pytester.makepyfile(test_one=pytester.path.joinpath("test_one.py").read_text().split(
+        "\n@ragdive.conversation(turns=1, metrics")[0])
+    fixed = pytester.runpytest_subprocess("-p", "no:langsmith_plugin", "--ragdive-update",
+                                          "-p", "no:cacheprovider")
+    fixed.assert_outcomes(passed=2)  # one per document

@@ -9,11 +9,11 @@ from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
-from .cache import CacheMiss, RecordMode, ResponseCache
-from .evaluator import check_metrics, evaluate
+from ..llm.cache import CacheMiss, RecordMode, ResponseCache
+from ..llm.client import Judges, LLMClient, ModelError, release_loop
+from ..llm.usage import usage_scope
+from .evaluator import evaluate
 from .generator import generate_turn
-from .llm import Judges, LLMClient, ModelError, release_loop, usage_scope
-from .markers import VALIDATIONS
 from .models import (
     Dialogue,
     Document,
@@ -25,7 +25,7 @@ from .models import (
     Usage,
     Verdict,
 )
-from .templates import role_description
+from .settings import check_all, default, scored_metrics
 from .validator import exact_verdict, judge_turn
 
 T = TypeVar("T")
@@ -59,17 +59,17 @@ async def arun_dialogue(
     adapter: RagAdapter,
     *,
     judges: Judges,
-    turns: int = 5,
-    role: str = "precise",
+    turns: int = default("turns"),
+    role: str = default("role"),
     metrics: Sequence[str] | None = None,
-    max_regenerations: int = 3,
-    validation: str = "until_valid",
-    seed: int = 0,
+    max_regenerations: int = default("max_regenerations"),
+    validation: str = default("validation"),
+    seed: int = default("seed"),
     client: LLMClient | None = None,
-    cache_dir: str | Path = ".ragdive/cache",
-    record_mode: RecordMode = "new",
-    adapter_timeout: float = 120.0,
-    dialogue_timeout: float | None = None,
+    cache_dir: str | Path = default("cache_dir"),
+    record_mode: RecordMode = default("record_mode"),
+    adapter_timeout: float = default("adapter_timeout"),
+    dialogue_timeout: float = default("dialogue_timeout"),
     progress: Progress | None = None,
 ) -> Dialogue:
     """Hold a ``turns``-turn conversation about ``document`` with ``adapter`` and score it.
@@ -83,14 +83,14 @@ async def arun_dialogue(
     ``seed`` seeds the generator's sampling; a new seed gives
     a new conversation, the same seed replays the cached one.
     """
-    if turns < 1:
-        raise ValueError("turns must be at least 1")
-    if max_regenerations < 0:
-        raise ValueError("max_regenerations must be 0 or more")
-    if validation not in VALIDATIONS:
-        raise ValueError(f"validation must be one of {', '.join(VALIDATIONS)}")
-    role_description(role)  # unknown roles fail before any model call
-    chosen = check_metrics(metrics)
+    check_all(
+        {"turns": turns, "role": role, "max_regenerations": max_regenerations,
+         "validation": validation, "seed": seed, "record_mode": record_mode,
+         "adapter_timeout": adapter_timeout, "dialogue_timeout": dialogue_timeout},
+        "arun_dialogue",
+    )  # before any model call
+    chosen = scored_metrics(tuple(metrics) if metrics is not None else None, turns,
+                            "arun_dialogue")
     client = client or LLMClient(ResponseCache(Path(cache_dir), record_mode))
     dialogue = Dialogue(document_id=document.id, role=role)
     report = progress or (lambda doc, turn, stage: None)
@@ -272,10 +272,10 @@ async def arun_dialogues(
     adapter: RagAdapter,
     *,
     judges: Judges,
-    concurrency: int = 8,
+    concurrency: int = default("concurrency"),
     client: LLMClient | None = None,
-    cache_dir: str | Path = ".ragdive/cache",
-    record_mode: RecordMode = "new",
+    cache_dir: str | Path = default("cache_dir"),
+    record_mode: RecordMode = default("record_mode"),
     **options: Any,
 ) -> list[Dialogue]:
     """One dialogue per document, all running at once under one limit of

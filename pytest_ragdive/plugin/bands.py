@@ -3,8 +3,14 @@
 A band holds, per metric, the values of every baseline run and their min, max and
 mean, plus what produced it (turns, role, metrics, judge models, plugin version). The
 files live in ``__ragdive__/<test module>/`` beside the test module, named like
-syrupy's single-file snapshots (a syrupy extension places them), and are written
-atomically so that xdist workers never clash.
+syrupy's single-file snapshots.
+
+Why syrupy places the files but does not compare or write them: its ``matches()`` is an
+equality of two serialized snapshots, written per assertion by the process that ran the
+test, while a band is a range with a direction, and an update must be all or nothing for
+a test function (its item bands and the aggregate band over them, which only the xdist
+controller can compute). So the session queues every band of an update and ``write_all``
+replaces the files together at the end; an interrupted update writes none.
 """
 
 from __future__ import annotations
@@ -19,8 +25,8 @@ import pytest
 from syrupy.extensions.single_file import SingleFileSnapshotExtension
 from syrupy.location import PyTestLocation
 
-from .files import atomic_write_text
-from .metrics import METRICS
+from ..engine.metrics import METRICS
+from ..files import atomic_write_many
 
 DIRNAME = "__ragdive__"
 DIGITS = 4
@@ -73,10 +79,7 @@ def read(path: Path) -> dict[str, Any] | None:
         return None
     try:
         doc = json.loads(text)
-        if not isinstance(doc.get("metrics"), dict) or "produced_by" not in doc:
-            raise ValueError("no 'metrics' or 'produced_by'")
-        for stats in doc["metrics"].values():
-            float(stats["min"]), float(stats["max"])
+        _check(doc)
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
         raise BaselineError(
             f"the baseline {path} is not a valid band file ({exc}). Restore it from version "
@@ -85,9 +88,28 @@ def read(path: Path) -> dict[str, Any] | None:
     return doc
 
 
-def write(path: Path, doc: dict[str, Any]) -> None:
-    """Write a band file atomically, in a form that reads well in a diff."""
-    atomic_write_text(path, json.dumps(doc, indent=2, sort_keys=True) + "\n")
+def _check(doc: Any) -> None:
+    if not isinstance(doc, dict) or not isinstance(doc.get("metrics"), dict):
+        raise ValueError("no 'metrics'")
+    produced = doc.get("produced_by")
+    if not isinstance(produced, dict) or not isinstance(produced.get("metrics"), list):
+        raise ValueError("no 'produced_by' with its 'metrics'")
+    missing = sorted(set(produced["metrics"]) - set(doc["metrics"]))
+    if missing:
+        raise ValueError(f"no band for {', '.join(missing)}")
+    for metric, stats in doc["metrics"].items():
+        if metric not in METRICS:
+            raise ValueError(f"unknown metric {metric!r}")
+        low, high = float(stats["min"]), float(stats["max"])
+        if not (0.0 <= low <= high <= 1.0):  # NaN fails every comparison
+            raise ValueError(f"{metric}: min {low} and max {high} are not 0 <= min <= max <= 1")
+
+
+def write_all(docs: dict[Path, dict[str, Any]]) -> None:
+    """Write band files together, in a form that reads well in a diff: every file is
+    written aside first, then all are moved into place (see ``atomic_write_many``)."""
+    atomic_write_many({path: json.dumps(doc, indent=2, sort_keys=True) + "\n"
+                       for path, doc in docs.items()})
 
 
 def stale_reason(doc: dict[str, Any], produced_by: dict[str, Any]) -> str | None:
@@ -120,8 +142,8 @@ def compare(doc: dict[str, Any], scores: dict[str, float], margin: float) -> lis
     out = []
     for metric, value in scores.items():
         stats = doc["metrics"].get(metric)
-        if stats is None:
-            continue
+        if stats is None:  # read() checked the file against its own metrics; see stale_reason
+            raise BaselineError(f"the baseline has no band for {metric}")
         low, high = float(stats["min"]) - margin, float(stats["max"]) + margin
         # the file holds rounded bands: a value is compared at the precision it was stored
         if low - 1e-9 <= round(value, DIGITS) <= high + 1e-9:

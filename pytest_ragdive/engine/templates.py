@@ -8,7 +8,8 @@ from typing import Any
 
 import jinja2
 
-BUILTIN_ROLES = ("precise", "context-aware", "forgetful", "skeptic")
+from .models import Turn
+from .settings import BUILTIN_ROLES, check_role
 
 
 @functools.cache
@@ -29,16 +30,13 @@ def render(template: str, **context: Any) -> str:
 
 
 def role_description(role: str) -> str:
-    """The persona text of a built-in role, or ``role`` itself when it is free text.
-
-    A single word that is not a built-in role is almost always a typo, so it is an
-    error rather than a one-word persona.
-    """
+    """The persona text of a built-in role, or ``role`` itself when it is free text."""
     if role in BUILTIN_ROLES:
         return render(f"roles/{role}")
-    if len(role.split()) < 3:
-        raise ValueError(
-            f"unknown role {role!r}: use one of {', '.join(BUILTIN_ROLES)}, "
-            f"or describe the persona in a sentence"
-        )
+    check_role(role, "role")
     return role
+
+
+def history_view(turns: list[Turn]) -> list[dict[str, str]]:
+    """The accepted conversation as prompts show it: questions asked and answers given."""
+    return [{"rag_input": t.generated.rag_input, "answer": t.answer.answer} for t in turns]

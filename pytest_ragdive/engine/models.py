@@ -6,6 +6,13 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..llm.usage import Usage
+
+__all__ = [
+    "Dialogue", "Document", "GeneratedTurn", "Judgement", "Message", "RagAnswer", "Rejection",
+    "Turn", "Usage", "Verdict",
+]
+
 QuestionType = Literal["initial", "follow_up", "clarification", "correction", "comparative"]
 
 #: The validator's rejection classes (RAG-DIVE paper, section 5.2).
@@ -86,20 +93,6 @@ class Turn(_Model):
         default=True, description="False when the turn was used unchecked (validation='once')."
     )
     judgements: dict[str, Judgement] = Field(default_factory=dict)
-
-
-class Usage(_Model):
-    """Model calls made for one dialogue. Cache hits cost nothing and count separately."""
-
-    calls: int = 0
-    cache_hits: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost: float = 0.0
-
-    def add(self, other: Usage) -> None:
-        for name in type(self).model_fields:
-            setattr(self, name, getattr(self, name) + getattr(other, name))
 
 
 class Dialogue(_Model):

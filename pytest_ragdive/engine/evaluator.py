@@ -15,12 +15,11 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .cache import CacheMiss
-from .generator import history_view
-from .llm import LLMClient, Model, ModelError, ReplyError, freeze_imports, import_litellm
-from .metrics import METRICS, MULTI_TURN_METRICS
+from ..llm.cache import CacheMiss
+from ..llm.client import LLMClient, Model, ModelError, ReplyError, freeze_imports, import_litellm
+from .metrics import MULTI_TURN_METRICS
 from .models import Dialogue, Judgement, Turn
-from .templates import render
+from .templates import history_view, render
 
 RAGAS_METRICS = ("faithfulness", "context_precision", "context_recall")
 
@@ -63,18 +62,6 @@ JUDGES: dict[str, BinaryJudge] = {
         "the reply does not answer what the user meant", True, 0.55,
     ),
 }
-
-
-def check_metrics(metrics: Sequence[str] | None) -> tuple[str, ...]:
-    if metrics is None:
-        return tuple(METRICS)
-    unknown = [m for m in metrics if m not in METRICS]
-    if unknown or not metrics:
-        raise ValueError(
-            f"unknown metric(s) {', '.join(map(repr, unknown)) or '(none given)'}: "
-            f"choose from {', '.join(METRICS)}"
-        )
-    return tuple(m for m in METRICS if m in metrics)
 
 
 async def evaluate(

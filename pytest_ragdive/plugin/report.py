@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from .session import RagdiveSession
+from collections.abc import Mapping
+from typing import Any
 
 
-def write_summary(session: RagdiveSession, reporter: Any) -> None:
+def write_summary(
+    reporter: Any,
+    *,
+    aggregates: list[dict[str, Any]],
+    results: Mapping[str, dict[str, Any]],
+    notes: set[str],
+    unused: list[str],
+    update: bool,
+) -> None:
+    """The table of test means against their aggregate bands, usage, notes."""
     reporter.write_sep("=", "ragdive summary")
-    for row in session.aggregates:
+    for row in aggregates:
         n = row["documents"]
         reporter.write_line(
             f"{row['function']}  ({n} document{'s' * (n != 1)}): {row['status']}")
@@ -24,15 +31,15 @@ def write_summary(session: RagdiveSession, reporter: Any) -> None:
             reporter.write_line(f"    {metric:<18} mean {value:.3f}   band {band}{mark}")
         if row["note"]:
             reporter.write_line(f"    {row['note']}")
-    results = list(session.results.values())
-    if results:
+    records = list(results.values())
+    if records:
         usage: dict[str, float] = {}
-        for r in results:
+        for r in records:
             for key, value in r["usage"].items():
                 usage[key] = usage.get(key, 0) + value
-        dialogues = sum(r["dialogues"] for r in results)
-        turns = sum(r["turns"] for r in results)
-        rejections = sum(r["rejections"] for r in results)
+        dialogues = sum(r["dialogues"] for r in records)
+        turns = sum(r["turns"] for r in records)
+        rejections = sum(r["rejections"] for r in records)
         generated = turns + rejections
         rate = rejections / generated if generated else 0.0
         reporter.write_line(
@@ -42,7 +49,7 @@ def write_summary(session: RagdiveSession, reporter: Any) -> None:
             f"{int(usage.get('prompt_tokens', 0))} in / {int(usage.get('completion_tokens', 0))} "
             f"out, cost ${usage.get('cost', 0.0):.4f}"
         )
-    improved = sorted(n for n, r in session.results.items() if r["status"] == "improved")
+    improved = sorted(n for n, r in results.items() if r["status"] == "improved")
     if improved:
         reporter.write_line(
             f"{len(improved)} item(s) scored better than their band; if the change is "
@@ -50,13 +57,13 @@ def write_summary(session: RagdiveSession, reporter: Any) -> None:
         )
         for nodeid in improved:
             reporter.write_line(f"    {nodeid}")
-    for note in sorted(session.notes):
+    for note in sorted(notes):
         reporter.write_line(f"note: {note}")
-    if session.unused:
-        verb = "removed" if session.update else "unused (run --ragdive-update to remove)"
-        reporter.write_line(f"{len(session.unused)} baseline file(s) {verb}:")
-        for path in session.unused:
+    if unused:
+        verb = "removed" if update else "unused (run --ragdive-update to remove)"
+        reporter.write_line(f"{len(unused)} baseline file(s) {verb}:")
+        for path in unused:
             reporter.write_line(f"    {path}")
-    if any(row["status"] == "regressed" for row in session.aggregates):
+    if any(row["status"] == "regressed" for row in aggregates):
         reporter.write_line("FAILED: a test's mean over its documents left its aggregate band",
                             red=True, bold=True)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import gc
 import math
 import os
@@ -19,20 +18,17 @@ import re
 import sys
 import warnings
 import weakref
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from . import providers
 from .cache import KEY_FIELDS, ResponseCache, describe
-from .models import Usage
+from .usage import record
 
 T = TypeVar("T", bound=BaseModel)
-
-_current_usage: contextvars.ContextVar[Usage | None] = contextvars.ContextVar(
-    "ragdive_usage", default=None
-)
 
 
 class ModelError(RuntimeError):
@@ -134,23 +130,6 @@ def freeze_imports(library: str) -> None:
         gc.freeze()
 
 
-@contextlib.contextmanager
-def usage_scope(usage: Usage) -> Iterator[Usage]:
-    """Count every call made in this context (and tasks started from it) into ``usage``."""
-    token = _current_usage.set(usage)
-    try:
-        yield usage
-    finally:
-        _current_usage.reset(token)
-
-
-def _record(**counts: float) -> None:
-    usage = _current_usage.get()
-    if usage is not None:
-        for name, value in counts.items():
-            setattr(usage, name, getattr(usage, name) + value)
-
-
 def schema_format(schema: type[BaseModel]) -> dict[str, Any]:
     """An OpenAI-style ``response_format`` asking for JSON that fits ``schema``."""
     return {
@@ -200,13 +179,15 @@ class LLMClient:
 
     @contextlib.asynccontextmanager
     async def _slot(self, model: Model) -> Any:
-        """A place among the calls in flight. The embedded model answers one call at a
-        time, so its calls queue here first: waiting there would count against the
-        per-call timeout."""
+        """A place among the calls in flight. An in-process provider (the embedded model)
+        serves few calls at a time, so its calls queue here first: waiting there would
+        count against the per-call timeout."""
         limits = self._limits.setdefault(asyncio.get_running_loop(), {})
         shared = limits.setdefault("*", asyncio.Semaphore(self.concurrency))
-        if model.name.startswith("embedded/"):
-            async with limits.setdefault("embedded", asyncio.Semaphore(1)), shared:
+        at_once = providers.served_at_once(model.name)
+        if at_once is not None:
+            own = limits.setdefault(model.name, asyncio.Semaphore(at_once))
+            async with own, shared:
                 yield
         else:
             async with shared:
@@ -319,11 +300,11 @@ class LLMClient:
         request = {k: v for k, v in request.items() if v is not None}
         reply = self.cache.load(request)
         if reply is not None:
-            _record(cache_hits=1)
+            record(cache_hits=1)
             return reply
         async with self._slot(model):
             reply = await self._call(request, model)
-        _record(
+        record(
             calls=1,
             prompt_tokens=reply["prompt_tokens"],
             completion_tokens=reply["completion_tokens"],
@@ -334,10 +315,7 @@ class LLMClient:
 
     async def _call(self, request: dict[str, Any], model: Model) -> dict[str, Any]:
         litellm = import_litellm()
-        if model.name.startswith("embedded/"):
-            from . import embedded
-
-            embedded.register()
+        providers.ensure_registered(model.name)
         transient = (
             litellm.RateLimitError,
             litellm.APIConnectionError,

@@ -25,8 +25,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from .embedded import schema_from_messages
-from .llm import import_litellm
+from .client import import_litellm
+from .embedded.grammar import schema_from_messages
 
 Responder = Callable[[list[dict[str, Any]]], Any]
 PROVIDER = "fake"

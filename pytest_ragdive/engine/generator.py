@@ -6,9 +6,9 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from .llm import LLMClient, Model
+from ..llm.client import LLMClient, Model
 from .models import Document, GeneratedTurn, Turn
-from .templates import render, role_description
+from .templates import history_view, render, role_description
 
 
 class FirstQuestion(BaseModel):
@@ -30,11 +30,6 @@ class NextQuestion(BaseModel):
     evidence: str
     ground_truth: str
     question_type: Literal["follow_up", "clarification", "correction", "comparative"]
-
-
-def history_view(turns: list[Turn]) -> list[dict[str, str]]:
-    """The accepted conversation as prompts show it: questions asked and answers given."""
-    return [{"rag_input": t.generated.rag_input, "answer": t.answer.answer} for t in turns]
 
 
 async def generate_turn(

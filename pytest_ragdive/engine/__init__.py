@@ -1,0 +1,4 @@
+"""The RAG-DIVE method, free of pytest: the data model (``models``), the settings table
+(``settings``), the three stages (``generator``, ``validator`` with its exact ``checks``,
+``evaluator``), the ``dialogue`` that runs them against a RAG system, the ``metrics`` and
+the prompt ``templates``. Model calls go through :mod:`pytest_ragdive.llm`."""

@@ -1,0 +1,203 @@
+"""Every setting of pytest-ragdive, in one table.
+
+The marker's options, the ini options, the command line, :func:`arun_dialogue`'s keyword
+arguments and the configuration reference in the docs all come from ``SETTINGS``; this is
+the only place a default is written and ``check`` the only place a value is validated.
+Where a setting may be given in several places, the command line wins over the marker,
+the marker over the ini file, and the ini file over the default.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .metrics import METRICS, MULTI_TURN_METRICS
+
+#: The roles shipped as prompt templates (``prompts/roles``).
+BUILTIN_ROLES = ("precise", "context-aware", "forgetful", "skeptic")
+
+#: Where a setting may be given.
+CLI, MARKER, INI, DIALOGUE = "command line", "marker", "ini", "arun_dialogue"
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    kind: type  # int, float, str, bool or tuple (a list of names)
+    default: Any
+    help: str
+    where: tuple[str, ...]
+    choices: tuple[str, ...] = ()
+    minimum: float | None = None
+    #: the ini option's name when it differs from ``ragdive_<name>``
+    ini_name: str = ""
+    metavar: str = ""
+
+    @property
+    def ini(self) -> str:
+        return self.ini_name or f"ragdive_{self.name}"
+
+    @property
+    def flag(self) -> str:
+        return f"--ragdive-{self.name.replace('_', '-')}"
+
+    @property
+    def accepts(self) -> str:
+        """What a valid value looks like, for messages and docs."""
+        if self.choices:
+            kinds = " or ".join(repr(c) for c in self.choices)
+            return f"a list of {kinds}" if self.kind is tuple else kinds
+        if self.kind is bool:
+            return "true or false"
+        if self.kind in (int, float):
+            noun = "an integer" if self.kind is int else "a number"
+            return noun if self.minimum is None else f"{noun} >= {self.minimum:g}"
+        return "text"
+
+
+_ALL = (CLI, MARKER, INI, DIALOGUE)
+
+SETTINGS: dict[str, Setting] = {s.name: s for s in (
+    Setting("turns", int, 5, "turns per conversation", _ALL, minimum=1, metavar="N"),
+    Setting("role", str, "precise", "the simulated user's role: precise, context-aware, "
+            "forgetful, skeptic, or a sentence describing a persona", _ALL, metavar="ROLE"),
+    Setting("metrics", tuple, tuple(METRICS), "metrics to score (default: all six; with one "
+            "turn, the multi-turn ones are left out)", (MARKER, INI, DIALOGUE),
+            choices=tuple(METRICS)),
+    Setting("max_regenerations", int, 3, "validator rejections allowed per turn",
+            (MARKER, INI, DIALOGUE), minimum=0),
+    Setting("validation", str, "until_valid", "until_valid: the validator checks every "
+            "attempt; once: it checks one per turn, as in the RAG-DIVE paper",
+            (MARKER, INI, DIALOGUE), choices=("until_valid", "once")),
+    Setting("runs", int, 3, "baseline runs per item on --ragdive-update", (CLI, MARKER, INI),
+            minimum=1, ini_name="ragdive_baseline_runs", metavar="N"),
+    Setting("seed", int, 0, "first generator seed: a check uses it, an update N, N+1, ...; a "
+            "seed the bands were not recorded with holds a new conversation", (CLI, DIALOGUE),
+            minimum=0, metavar="N"),
+    Setting("documents", str, "", "the source documents: a file, folder or glob (relative to "
+            "the rootdir in the ini file, to the test module in the marker)", (MARKER, INI)),
+    Setting("band_margin", float, 0.0, "tolerance added to both sides of every band", (INI,),
+            minimum=0),
+    Setting("fail_on_improvement", bool, False, "fail items that score above their band",
+            (INI,)),
+    Setting("model", str, "", "litellm model for all three judge roles (overrides the "
+            "ragdive_judges fixture and the ini models)", (CLI,), metavar="MODEL"),
+    Setting("generator_model", str, "", "litellm model of the conversation generator", (INI,)),
+    Setting("validator_model", str, "", "litellm model of the validator (default: the "
+            "generator's)", (INI,)),
+    Setting("evaluator_model", str, "", "litellm model of the evaluator (default: the "
+            "generator's)", (INI,)),
+    Setting("record_mode", str, "new", "response cache: none replays only, new records "
+            "misses, all records every call again", (CLI, INI, DIALOGUE),
+            choices=("none", "new", "all")),
+    Setting("cache_dir", str, ".ragdive/cache", "response cache folder (relative to the "
+            "rootdir)", (CLI, INI, DIALOGUE), metavar="DIR"),
+    Setting("concurrency", int, 8, "model calls in flight per process", (CLI, INI, DIALOGUE),
+            minimum=1, metavar="N"),
+    Setting("call_timeout", float, 120.0, "seconds per model call", (INI, DIALOGUE),
+            minimum=0),
+    Setting("adapter_timeout", float, 120.0, "seconds per answer of the RAG adapter",
+            (INI, DIALOGUE), minimum=0),
+    Setting("dialogue_timeout", float, 1800.0, "seconds per dialogue, all turns and scoring",
+            (INI, DIALOGUE), minimum=0),
+)}
+
+#: The marker's options, in table order.
+MARKER_OPTIONS = tuple(name for name, s in SETTINGS.items() if MARKER in s.where)
+
+
+class SettingError(ValueError):
+    """A setting with a value it cannot take; the message names it and what it accepts."""
+
+
+def default(name: str) -> Any:
+    return SETTINGS[name].default
+
+
+def parse(name: str, text: str, where: str) -> Any:
+    """A setting's value from the text of an ini line or a command-line argument."""
+    setting = SETTINGS[name]
+    try:
+        if setting.kind is tuple:
+            value: Any = tuple(text.replace(",", " ").split())
+        elif setting.kind is bool:
+            if text.strip().lower() not in ("true", "false", "1", "0", "yes", "no"):
+                raise ValueError
+            value = text.strip().lower() in ("true", "1", "yes")
+        else:
+            value = setting.kind(text.strip())
+    except ValueError:
+        raise SettingError(
+            f"{where}: {name} = {text!r} is not {setting.accepts}"
+        ) from None
+    return check(name, value, where)
+
+
+def check(name: str, value: Any, where: str) -> Any:
+    """``value`` if setting ``name`` may take it, else :class:`SettingError`."""
+    setting = SETTINGS.get(name)
+    if setting is None:
+        raise SettingError(f"{where}: unknown setting {name!r}")
+    bad = SettingError(f"{where}: {name}={value!r} is not {setting.accepts}")
+    if setting.kind is tuple:
+        if isinstance(value, str) or not isinstance(value, (list, tuple)) or not value:
+            raise bad
+        unknown = [v for v in value if v not in setting.choices]
+        if setting.choices and unknown:
+            raise SettingError(f"{where}: unknown {name} {', '.join(map(repr, unknown))}; "
+                               f"choose from {', '.join(setting.choices)}")
+        return tuple(value)
+    if setting.kind is bool:
+        if not isinstance(value, bool):
+            raise bad
+        return value
+    if setting.kind in (int, float):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise bad
+        if setting.kind is int and not isinstance(value, int):
+            raise bad
+        if math.isnan(value) or (setting.minimum is not None and value < setting.minimum):
+            raise bad
+        return setting.kind(value)
+    if not isinstance(value, str):
+        raise bad
+    if setting.choices and value not in setting.choices:
+        raise bad
+    if name == "role":
+        check_role(value, where)
+    return value
+
+
+def check_role(role: str, where: str) -> None:
+    """A built-in role or a sentence: a single unknown word is almost always a typo."""
+    if role not in BUILTIN_ROLES and len(role.split()) < 3:
+        raise SettingError(
+            f"{where}: unknown role {role!r}; use one of {', '.join(BUILTIN_ROLES)}, "
+            f"or describe the persona in a sentence"
+        )
+
+
+def check_all(values: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """Every value checked; unknown names are an error listing the valid ones."""
+    return {name: check(name, value, where) for name, value in values.items()}
+
+
+def scored_metrics(metrics: tuple[str, ...] | None, turns: int, where: str) -> tuple[str, ...]:
+    """The metrics a dialogue of ``turns`` turns scores, in the canonical order.
+
+    Left unchosen, a one-turn dialogue leaves out the multi-turn metrics; chosen
+    explicitly, they are an error there.
+    """
+    chosen = check("metrics", metrics, where) if metrics is not None else default("metrics")
+    if turns == 1:
+        asked = sorted(set(chosen) & set(MULTI_TURN_METRICS))
+        if metrics is not None and asked:
+            raise SettingError(
+                f"{where}: {', '.join(asked)} need at least 2 turns; raise turns or leave "
+                f"them out of metrics"
+            )
+        chosen = tuple(m for m in chosen if m not in MULTI_TURN_METRICS)
+    return tuple(m for m in METRICS if m in chosen)

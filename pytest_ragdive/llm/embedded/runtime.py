@@ -1,0 +1,198 @@
+"""The embedded model's llama.cpp runtime: one model per process, one call at a time.
+
+A prompt reuses the KV state of the longest prefix it shares with an earlier prompt, evaluated so
+that the reply is bit for bit the one a fresh evaluation gives (``prefixes.py``): temperature 0
+(the default) or a fixed seed (default 0) gives the same reply whatever ran before. Environment:
+``RAGDIVE_EMBEDDED_THREADS`` (default: see ``_threads``), ``RAGDIVE_EMBEDDED_STATE_MB`` (memory
+for prefix states, default 1024); ``OMP_WAIT_POLICY`` defaults to ``PASSIVE`` (see
+``import_llama_cpp``).
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from .weights import MODEL, PROVIDER, model_path
+
+if TYPE_CHECKING:
+    import concurrent.futures
+
+    from .prefixes import CallStats, PrefixStates
+
+N_CTX = 4096
+DEFAULT_MAX_TOKENS = 512
+DEFAULT_TEMPERATURE = 0.0
+DEFAULT_SEED = 0
+
+
+def message_text(content: Any) -> str:
+    """Message content as plain text (OpenAI content may be a list of typed parts)."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, Sequence):
+        return "".join(
+            part.get("text", "") if isinstance(part, Mapping) else str(part) for part in content
+        )
+    return str(content)
+
+
+
+def import_llama_cpp() -> Any:
+    """Import llama_cpp, with OpenMP threads that sleep rather than spin while they wait."""
+    # llama.cpp's CPU backend runs on OpenMP, whose threads spin at each barrier. When another
+    # process holds a core (xdist workers, the RAG system under test, CI neighbours) the spinning
+    # stalls every token: measured on 2 shared cores, decode fell from 10.5 to 1.4 tok/s. libgomp
+    # reads this once, when it is loaded, so it must be set before the first llama_cpp import.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    import llama_cpp
+
+    return llama_cpp
+
+
+
+
+_lock = threading.Lock()  # one model per process; llama.cpp contexts are not thread safe
+_llama: Any = None
+_prefixes: PrefixStates | None = None
+_executor: concurrent.futures.ThreadPoolExecutor | None = None
+#: one entry per model call of this process, for benchmarks (``call_log``)
+_calls: list[CallStats] = []
+
+
+def _threads() -> int:
+    """``$RAGDIVE_EMBEDDED_THREADS``, else the cores this xdist worker may use, less one."""
+    if env := os.environ.get("RAGDIVE_EMBEDDED_THREADS"):
+        return max(1, int(env))
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:
+        cores = os.cpu_count() or 1
+    # xdist workers each load their own model. One core is left for the rest of the run (event
+    # loop, the RAG system under test): on 2 shared cores 1 thread beat 2 (prefill 70 vs 68
+    # tok/s with the second core idle; decode 19 vs 16.5 tok/s) because threads that wait at
+    # barriers stall on a busy core.
+    workers = max(1, int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1))
+    return max(1, min(cores // workers, cores - 1))
+
+
+def _state_budget() -> int:
+    """Bytes of prompt-prefix states kept: ``$RAGDIVE_EMBEDDED_STATE_MB`` (default 1024)."""
+    return int(float(os.environ.get("RAGDIVE_EMBEDDED_STATE_MB") or 1024) * (1 << 20))
+
+
+def _load_locked() -> Any:
+    global _llama, _prefixes
+    if _llama is None:
+        path = model_path()
+        _llama = import_llama_cpp().Llama(
+            model_path=str(path),
+            n_ctx=N_CTX,
+            n_threads=_threads(),
+            seed=DEFAULT_SEED,
+            verbose=False,
+        )
+        from .prefixes import PrefixStates
+
+        _prefixes = PrefixStates(_llama, budget=_state_budget())
+        atexit.register(_close)
+    return _llama
+
+
+def load() -> float:
+    """Load the model now (it is otherwise loaded by the first call); returns seconds spent."""
+    start = time.perf_counter()
+    with _lock:
+        _load_locked()
+    return time.perf_counter() - start
+
+
+def call_log() -> list[CallStats]:
+    """Every call this process made on the model: prompt tokens evaluated and reused, seconds."""
+    return list(_calls)
+
+
+def _close() -> None:
+    global _llama, _prefixes
+    with _lock:
+        if _llama is not None:
+            _prefixes = None
+            _llama.close()
+            _llama = None
+
+
+def _first_token_logprobs(llama: Any, logits: Any, k: int) -> dict[str, Any]:
+    """OpenAI-style ``logprobs`` of the first generated position: its ``k`` likeliest tokens."""
+    import numpy as np
+
+    shifted = logits - logits.max()
+    logprobs = shifted - np.log(np.exp(shifted).sum())
+    top = np.argsort(-logprobs)[:k]
+    entries = [
+        {"token": llama.detokenize([int(i)]).decode("utf-8", "replace"),
+         "logprob": float(logprobs[i]), "bytes": None}
+        for i in top
+    ]
+    return {"content": [{**entries[0], "top_logprobs": entries}]}
+
+
+def generate(
+    messages: list[dict[str, Any]], *, top_logprobs: int = 0, **kwargs: Any
+) -> dict[str, Any]:
+    """One chat completion on the model; with ``top_logprobs`` the reply carries the
+    first token's likeliest alternatives (llama.cpp itself only has them with
+    ``logits_all``, which would cost a vocabulary of floats per prompt token)."""
+    with _lock:
+        llama = _load_locked()
+        assert _prefixes is not None
+        start = time.perf_counter()
+        # A prompt is positioned on the longest stored prefix it shares and the rest is
+        # evaluated in aligned chunks (see prefixes.py), so the reply is the same whatever
+        # ran before.
+        try:
+            reply = llama.create_chat_completion(messages=messages, **kwargs)
+        except ValueError as exc:
+            _prefixes.clear()
+            if "exceed context window" not in str(exc):
+                raise
+            import litellm
+
+            raise litellm.ContextWindowExceededError(
+                message=f"{MODEL}: the prompt does not fit the {N_CTX}-token context ({exc})",
+                model=MODEL,
+                llm_provider=PROVIDER,
+            ) from exc
+        except BaseException:
+            _prefixes.clear()
+            raise
+        if top_logprobs:
+            reply["choices"][0]["logprobs"] = _first_token_logprobs(
+                llama, _prefixes.last_logits, top_logprobs
+            )
+        _prefixes.finish()
+        stats = _prefixes.last
+        stats.completion_tokens = int((reply.get("usage") or {}).get("completion_tokens", 0))
+        stats.seconds = time.perf_counter() - start
+        from ..cache import prompt_title
+
+        last = message_text(messages[-1].get("content")) if messages else ""
+        stats.prompt, stats.text = prompt_title(last), last[:2000]
+        _calls.append(stats)
+        return reply
+
+
+def executor() -> concurrent.futures.ThreadPoolExecutor:
+    # A private single-thread pool: queued calls wait here instead of occupying (and blocking) the
+    # event loop's default executor, which other code in the test run may need.
+    global _executor
+    if _executor is None:
+        import concurrent.futures
+
+        _executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="ragdive-embedded")
+    return _executor

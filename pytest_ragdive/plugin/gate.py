@@ -1,0 +1,120 @@
+"""The verdict on one item: the dialogue's own errors first, then its band."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from ..engine.metrics import METRICS
+from . import bands
+from .marker import function_key
+
+if TYPE_CHECKING:
+    from ..engine.models import Dialogue
+    from ..llm.client import Judges
+    from .options import ItemSettings
+
+
+def check_item(
+    item: pytest.Item,
+    settings: ItemSettings,
+    judges: Judges,
+    dialogues: list[Dialogue],
+    *,
+    update: bool,
+    margin: float,
+    fail_on_improvement: bool,
+    aggregate_file: str | None,
+    results: dict[str, dict[str, Any]],
+) -> None:
+    """Put the item's result record (sent to the xdist controller) into ``results``, then
+    fail the item when its dialogue could not be evaluated or left its band. On update
+    the record carries the band to write at the end of the session."""
+    first = dialogues[0]
+    path = bands.item_path(item)
+    record: dict[str, Any] = {
+        "function": function_key(item),
+        "document": first.document_id,
+        "scores": dict(first.scores),
+        "turns": sum(len(d.turns) for d in dialogues),
+        "dialogues": len(dialogues),
+        "rejections": sum(d.rejection_count for d in dialogues),
+        "usage": _usage(dialogues),
+        "aggregate_file": aggregate_file,
+        "file": str(path),
+        "status": "error",
+    }
+    results[item.nodeid] = record
+    for metric, value in first.scores.items():
+        item.user_properties.append((f"ragdive.{metric}", round(value, bands.DIGITS)))
+
+    for d in dialogues:
+        problems = [f"{what}: {why}" for what, why in d.errors.items()]
+        if problems:
+            pytest.fail("the conversation could not be evaluated:\n  " + "\n  ".join(problems),
+                        pytrace=False)
+    produced_by = {
+        "turns": settings.turns,
+        "role": settings.role,
+        "metrics": list(settings.metrics),
+        "judges": {k: v.name for k, v in judges.models.items()},
+    }
+    if update:
+        from .. import __version__
+
+        values = {m: [d.scores[m] for d in dialogues] for m in settings.metrics}
+        record.update(runs=values, produced_by=produced_by, status="recorded",
+                      band=bands.band(values, {**produced_by, "plugin": __version__}))
+        return
+    command = f"pytest '{function_key(item)}' --ragdive-update"
+    try:
+        doc = bands.read(path)
+        if doc is None:
+            record["status"] = "missing"
+            pytest.fail(f"no baseline band at {_rel(path)}; record one with:\n  {command}",
+                        pytrace=False)
+        stale = bands.stale_reason(doc, produced_by)
+        if stale:
+            record["status"] = "stale"
+            pytest.fail(f"the baseline {_rel(path)} was recorded for other settings ({stale}); "
+                        f"it is stale. Record it again with:\n  {command}", pytrace=False)
+        deviations = bands.compare(doc, first.scores, margin)
+    except bands.BaselineError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    worse = [d for d in deviations if d.worse]
+    better = [d for d in deviations if not d.worse]
+    record["status"] = "regressed" if worse else "improved" if better else "passed"
+    if worse:
+        lines = [f"{d.describe()}\n      {_culprit(first, d.metric)}" for d in worse]
+        pytest.fail("scores left their baseline band:\n  " + "\n  ".join(lines), pytrace=False)
+    if better and fail_on_improvement:
+        pytest.fail("scores rose above their baseline band (ragdive_fail_on_improvement): "
+                    + "; ".join(d.describe() for d in better)
+                    + f"\n  accept them with:\n  {command}", pytrace=False)
+
+
+def _rel(path: Path) -> str:
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def _usage(dialogues: list[Dialogue]) -> dict[str, float]:
+    from ..llm.usage import Usage
+
+    return Usage.total(d.usage for d in dialogues).model_dump()
+
+
+def _culprit(dialogue: Dialogue, metric: str) -> str:
+    """The turn whose judgement pulled ``metric`` the wrong way, with the judge's reason."""
+    judged = [(t.index, t.judgements[metric]) for t in dialogue.turns
+              if metric in t.judgements and t.judgements[metric].score is not None]
+    if not judged:
+        return "no turn was scored"
+    worst = min if METRICS[metric] else max
+    index, judgement = worst(judged, key=lambda pair: pair[1].score)
+    question = dialogue.turns[index - 1].generated.rag_input
+    return f"turn {index} ({question!r}): {judgement.reason or 'no reason given'}"

@@ -1,0 +1,139 @@
+"""The pytest11 entry point: options, the ``ragdive`` marker and the hooks.
+
+Start-up cost matters here: this module and what it imports load in every pytest run
+of a project that has the plugin installed, so models, litellm and ragas are only
+imported once a ragdive item actually runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import Any
+
+import pytest
+
+from ..engine.settings import MARKER_OPTIONS, SettingError
+from .fixtures import (
+    ragdive_adapter,
+    ragdive_client,
+    ragdive_dialogue,
+    ragdive_document,
+    ragdive_judges,
+)
+from .marker import MARKER, check_options
+from .options import add_options
+from .session import STATE, RagdiveSession
+
+__all__ = [
+    "ragdive_adapter", "ragdive_client", "ragdive_dialogue", "ragdive_document", "ragdive_judges",
+]
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    add_options(parser)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        f"{MARKER}({', '.join(MARKER_OPTIONS)}): a RAG-DIVE conversation test, expanded into one "
+        f"item per document and checked against its baseline band",
+    )
+    # litellm builds pydantic models lazily during calls, each warning about its typing
+    config.addinivalue_line("filterwarnings", "ignore:.*`ReadOnly` qualifier:UserWarning")
+    config.stash[STATE] = session = RagdiveSession(config)
+    session.register_ini_documents()
+    if config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(XdistHooks(session), "ragdive-xdist")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    session = config.stash.get(STATE, None)
+    if session is not None:
+        session.close()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_pycollect_makeitem(
+    collector: pytest.Module | pytest.Class, name: str, obj: object
+) -> Generator[None, Any, Any]:
+    # a conversation test needs no body: make it request its dialogue
+    if callable(obj) and _marked(collector, obj):
+        pytest.mark.usefixtures("ragdive_dialogue")(obj)
+    return (yield)
+
+
+def _marked(collector: pytest.Collector, obj: object) -> bool:
+    marks = getattr(obj, "pytestmark", [])
+    return any(m.name == MARKER for m in marks) or collector.get_closest_marker(MARKER) is not None
+
+
+@pytest.hookimpl(tryfirst=True)  # before fixture parametrization, which ours then overrides
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    marker = metafunc.definition.get_closest_marker(MARKER)
+    if marker is None:
+        return
+    if marker.args:
+        raise pytest.UsageError(
+            f"{metafunc.definition.nodeid}: ragdive.conversation takes keyword options only"
+        )
+    try:
+        check_options(dict(marker.kwargs), f"{metafunc.definition.nodeid}: ragdive.conversation")
+    except SettingError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    documents = marker.kwargs.get("documents")
+    if documents is not None:
+        docs = metafunc.config.stash[STATE].marker_documents(documents, metafunc.definition.path)
+        metafunc.parametrize("ragdive_document", docs, ids=[d.id for d in docs])
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    config.stash[STATE].collected(items)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    session.config.stash[STATE].selected(session.items)
+
+
+@pytest.hookimpl(tryfirst=True)  # returns nothing, so pytest's own setup still runs
+def pytest_fixture_setup(fixturedef: pytest.FixtureDef[Any], request: pytest.FixtureRequest) -> None:
+    if fixturedef.argname in ("ragdive_adapter", "ragdive_judges"):
+        request.config.stash[STATE].fixture_scope(fixturedef.argname, fixturedef.scope)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
+    result = yield
+    if item.get_closest_marker(MARKER) is not None:
+        item.config.stash[STATE].check(item)
+    return result
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    state = session.config.stash[STATE]
+    if hasattr(session.config, "workerinput"):
+        session.config.workeroutput["ragdive"] = state.worker_output()  # type: ignore[attr-defined]
+        return
+    interrupted = session.exitstatus == pytest.ExitCode.INTERRUPTED or session.shouldstop
+    if state.finish(bool(interrupted)) and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    state = config.stash[STATE]
+    if not hasattr(config, "workerinput"):
+        state.summary(terminalreporter)
+
+
+class XdistHooks:
+    """Controller side of pytest-xdist: gather what each worker measured."""
+
+    def __init__(self, session: RagdiveSession) -> None:
+        self.session = session
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        output = getattr(node, "workeroutput", {}).get("ragdive")
+        if output:
+            self.session.merge(output)

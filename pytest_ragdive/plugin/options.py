@@ -1,0 +1,93 @@
+"""The ini options and command-line flags, made from the settings table, and their
+resolution: command line > marker > ini > default.
+
+Every ini value and flag is parsed and checked once, at start-up, so a bad value stops
+the run with one line naming it instead of erroring every item.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from ..engine.settings import CLI, INI, MARKER, SETTINGS, SettingError, check, default, parse
+
+
+def add_options(parser: pytest.Parser) -> None:
+    group = parser.getgroup("ragdive", "RAG-DIVE conversation tests")
+    group.addoption("--ragdive-update", action="store_true", default=False,
+                    help="record the baseline bands of the selected ragdive tests")
+    for setting in SETTINGS.values():
+        if CLI in setting.where:
+            kwargs: dict[str, Any] = {"metavar": setting.metavar or setting.name.upper()}
+            if setting.choices:
+                kwargs = {"choices": setting.choices}
+            group.addoption(setting.flag, dest=f"ragdive_{setting.name}", default=None,
+                            help=setting.help, **kwargs)
+        if INI in setting.where:
+            # read as text and parsed here, so that every value gets the same checks
+            parser.addini(setting.ini, help=setting.help, type="string", default="")
+
+
+@dataclass(frozen=True)
+class ItemSettings:
+    """What one conversation test item runs with."""
+
+    turns: int
+    role: str
+    metrics: tuple[str, ...]
+    max_regenerations: int
+    validation: str
+    runs: int
+
+
+class Options:
+    """The session's settings from the command line and the ini file, checked."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.update: bool = config.getoption("ragdive_update")
+        self.cli: dict[str, Any] = {}
+        self.ini: dict[str, Any] = {}
+        try:
+            for name, setting in SETTINGS.items():
+                if CLI in setting.where:
+                    raw = config.getoption(f"ragdive_{name}")
+                    if raw is not None:
+                        self.cli[name] = parse(name, str(raw), setting.flag)
+                if INI in setting.where:
+                    raw = config.getini(setting.ini)
+                    if isinstance(raw, list):  # an ini file may spread a value over lines
+                        raw = " ".join(raw)
+                    if raw.strip():
+                        self.ini[name] = parse(name, raw, f"ini {setting.ini}")
+        except SettingError as exc:
+            raise pytest.UsageError(str(exc)) from None
+
+    def get(self, name: str) -> Any:
+        """A session-wide setting: command line > ini > default."""
+        if name in self.cli:
+            return self.cli[name]
+        return self.ini.get(name, default(name))
+
+    def for_item(self, marker_kwargs: dict[str, Any], where: str) -> ItemSettings:
+        """An item's settings: command line > marker > ini > default."""
+        def pick(name: str) -> Any:
+            if name in self.cli:
+                return self.cli[name]
+            if MARKER in SETTINGS[name].where and marker_kwargs.get(name) is not None:
+                return check(name, marker_kwargs[name], where)
+            return self.ini.get(name, default(name))
+
+        from ..engine.settings import scored_metrics
+
+        turns = pick("turns")
+        chosen = marker_kwargs.get("metrics") or self.ini.get("metrics")
+        try:
+            metrics = scored_metrics(tuple(chosen) if chosen else None, turns, where)
+            return ItemSettings(turns=turns, role=pick("role"), metrics=metrics,
+                                max_regenerations=pick("max_regenerations"),
+                                validation=pick("validation"), runs=pick("runs"))
+        except SettingError as exc:
+            raise pytest.UsageError(str(exc)) from None

@@ -1,0 +1,96 @@
+"""Running dialogues for pytest items on one background event loop per process.
+
+pytest calls items one after another; the dialogues behind them need not wait for
+each other. Every dialogue is a task on one event loop in a daemon thread, sharing
+one :class:`~pytest_ragdive.llm.client.LLMClient` and so one limit of model calls in
+flight. An item submits its dialogues (and may submit those of the items of the same
+test that follow it), then waits for its own, showing progress with ``-v``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import queue
+import threading
+from collections.abc import Awaitable, Callable, Hashable
+from typing import Any
+
+import pytest
+
+
+class Runner:
+    """Coroutines started once per key on a private event loop in a daemon thread."""
+
+    def __init__(self) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._futures: dict[Hashable, concurrent.futures.Future[Any]] = {}
+
+    def submit(self, key: Hashable, start: Callable[[], Awaitable[Any]]) -> concurrent.futures.Future[Any]:
+        """The future of the coroutine known as ``key``, started once."""
+        future = self._futures.get(key)
+        if future is None:
+            future = asyncio.run_coroutine_threadsafe(_wrap(start), self._ensure_loop())
+            self._futures[key] = future
+        return future
+
+    def _ensure_loop(self) -> asyncio.AbstractEventLoop:
+        if self._loop is None:
+            loop = asyncio.new_event_loop()
+            thread = threading.Thread(target=loop.run_forever, name="ragdive-loop", daemon=True)
+            thread.start()
+            self._loop, self._thread = loop, thread
+        return self._loop
+
+    def close(self) -> None:
+        loop, thread = self._loop, self._thread
+        if loop is None or thread is None:
+            return
+        for future in self._futures.values():
+            future.cancel()
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=5)
+        if not thread.is_alive():
+            loop.close()
+        self._loop = self._thread = None
+        self._futures.clear()
+
+
+async def _wrap(start: Callable[[], Awaitable[Any]]) -> Any:
+    return await start()
+
+
+class Progress:
+    """Progress events from the loop's thread, shown on the terminal by the main thread."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self._events: queue.SimpleQueue[tuple[str, int, str]] = queue.SimpleQueue()
+
+    def reporter(self, run: int, runs: int) -> Callable[[str, int, str], None]:
+        """A dialogue's ``progress`` callback; ``run`` counts from 0."""
+        label = f" (run {run + 1}/{runs})" if runs > 1 else ""
+        return lambda document, turn, stage: self._events.put((document + label, turn, stage))
+
+    def wait(self, futures: list[concurrent.futures.Future[Any]]) -> list[Any]:
+        """The results of ``futures``, showing progress meanwhile with ``-v``."""
+        pending = set(futures)
+        while pending:
+            _, pending = concurrent.futures.wait(pending, timeout=0.5)
+            self._show()
+        return [f.result() for f in futures]
+
+    def _show(self) -> None:
+        events = []
+        while not self._events.empty():
+            events.append(self._events.get())
+        if not events or self.config.get_verbosity() <= 0:
+            return
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        capture = self.config.pluginmanager.get_plugin("capturemanager")
+        if reporter is None or capture is None:
+            return
+        with capture.global_and_fixture_disabled():
+            for document, turn, stage in events:
+                reporter.write_line(f"  ragdive {document}: turn {turn} {stage}")

@@ -1,0 +1,284 @@
+"""What the plugin keeps for one pytest session: the items it collected, their dialogues,
+their verdicts, and the bands an update will write at the end."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import types
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from .marker import MARKER, function_key
+from .options import ItemSettings, Options
+
+if TYPE_CHECKING:
+    from ..engine.dialogue import RagAdapter
+    from ..engine.models import Dialogue, Document
+    from ..llm.client import Judges, LLMClient
+    from .scheduling import Progress, Runner
+
+STATE = pytest.StashKey["RagdiveSession"]()
+
+
+class RagdiveSession:
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.options = Options(config)
+        self.update = self.options.update
+        self._runner: Runner | None = None
+        self._progress: Progress | None = None
+        self._client: LLMClient | None = None
+        self._dialogues: dict[str, tuple[ItemSettings, Judges, list[Dialogue]]] = {}
+        # function key -> node ids; "all" before deselection, "chosen" after
+        self.all_items: dict[str, list[str]] = {}
+        self.chosen: dict[str, list[str]] = {}
+        self.aggregate_files: dict[str, str] = {}
+        self.expected_files: set[str] = set()
+        self.scopes: dict[str, list[str] | None] = {}  # baseline dir -> functions, None = all
+        self.results: dict[str, dict[str, Any]] = {}
+        self.aggregates: list[dict[str, Any]] = []
+        self.unused: list[str] = []
+        self.notes: set[str] = set()
+        self._items: dict[str, list[pytest.Item]] = {}
+        self._scopes: dict[str, str] = {}
+
+    # -- settings and shared parts ----------------------------------------------------
+
+    def settings(self, item: pytest.Item) -> ItemSettings:
+        marker = item.get_closest_marker(MARKER)
+        kwargs = dict(marker.kwargs) if marker else {}
+        return self.options.for_item(kwargs, f"{item.nodeid}: ragdive.conversation")
+
+    def client(self) -> LLMClient:
+        if self._client is None:
+            from ..llm.cache import ResponseCache
+            from ..llm.client import LLMClient
+
+            directory = Path(self.options.get("cache_dir"))
+            if not directory.is_absolute():
+                directory = self.config.rootpath / directory
+            self._client = LLMClient(
+                ResponseCache(directory, self.options.get("record_mode")),
+                concurrency=self.options.get("concurrency"),
+                timeout=self.options.get("call_timeout"),
+            )
+        return self._client
+
+    # -- documents ----------------------------------------------------------------
+
+    def register_ini_documents(self) -> None:
+        """Make ini ``ragdive_documents`` the default ``ragdive_document`` fixture."""
+        source = self.options.ini.get("documents")
+        if not source:
+            return
+        from .marker import document_fixture
+
+        try:
+            docs = _load(source, self.config.rootpath)
+        except (OSError, ValueError) as exc:
+            raise pytest.UsageError(f"ini ragdive_documents: {exc}") from None
+        module = types.ModuleType("pytest_ragdive_ini_documents")
+        module.ragdive_document = document_fixture(docs)  # type: ignore[attr-defined]
+        self.config.pluginmanager.register(module, "ragdive-ini-documents")
+
+    def marker_documents(self, source: Any, test_path: Path) -> list[Document]:
+        try:
+            if isinstance(source, (str, Path)):
+                return _load(source, test_path.parent)
+            from ..engine.documents import check_unique
+
+            return check_unique(source)
+        except (OSError, ValueError) as exc:
+            raise pytest.UsageError(f"ragdive.conversation(documents=...): {exc}") from None
+
+    # -- collection ---------------------------------------------------------------
+
+    def collected(self, items: list[pytest.Item]) -> None:
+        marked = [item for item in items if item.get_closest_marker(MARKER) is not None]
+        if not marked:
+            return
+        from . import bands
+
+        partial = {arg.split("::", 1)[0] for arg in self.config.args if "::" in arg}
+        for item in marked:
+            self.settings(item)  # a bad marker option or ini value fails the collection
+            key = function_key(item)
+            self.all_items.setdefault(key, []).append(item.nodeid)
+            path = bands.item_path(item)
+            self.expected_files.add(str(path))
+            self.aggregate_files[key] = str(bands.aggregate_path(item))
+            self.expected_files.add(self.aggregate_files[key])
+            is_partial = any(Path(p).resolve() == item.path.resolve() for p in partial)
+            functions = self.scopes.setdefault(str(path.parent), [] if is_partial else None)
+            if functions is not None:
+                functions.append(path.name.split("[", 1)[0].removesuffix(".json"))
+
+    def selected(self, items: list[pytest.Item]) -> None:
+        for item in items:
+            if item.get_closest_marker(MARKER) is not None:
+                self.chosen.setdefault(function_key(item), []).append(item.nodeid)
+                self._items.setdefault(function_key(item), []).append(item)
+
+    def fixture_scope(self, name: str, scope: str) -> None:
+        self._scopes[name] = scope
+
+    def _concurrent(self) -> bool:
+        """Whether the items of a test function may hold their dialogues at once: only
+        with shared adapter and judges, and (under xdist) when one worker runs them all."""
+        shared = "function" not in self._scopes.values()
+        dist = getattr(self.config.option, "dist", "no")
+        whole = not hasattr(self.config, "workerinput") or dist in ("loadscope", "loadfile")
+        if not shared:
+            self.notes.add("ragdive_adapter or ragdive_judges is function-scoped: dialogues "
+                           "ran one at a time; give them session scope to run them concurrently")
+        elif not whole:
+            self.notes.add(f"xdist --dist {dist} spreads a test's documents over workers: each "
+                           f"dialogue ran alone; --dist loadscope runs them concurrently")
+        return shared and whole
+
+    # -- running ------------------------------------------------------------------
+
+    def judges(self, judges: Any) -> Judges:
+        """The judges to use: the fixture's, or ``--ragdive-model``'s, said in the summary."""
+        from ..llm.client import Judges
+
+        if not isinstance(judges, Judges):
+            pytest.fail(f"ragdive_judges returned {judges!r}; return pytest_ragdive.Judges(...)",
+                        pytrace=False)
+        model = self.options.cli.get("model")
+        if model and judges != Judges(model):
+            self.notes.add(f"--ragdive-model {model} replaced the models of the ragdive_judges "
+                           f"fixture ({', '.join(sorted({str(m) for m in judges.models.values()}))})")
+            return Judges(model, generator_temperature=judges.generator_temperature)
+        return judges
+
+    def dialogue_for(
+        self, item: pytest.Item, adapter: RagAdapter, judges: Judges, document: Document
+    ) -> Dialogue:
+        from ..engine.dialogue import arun_dialogue
+        from .scheduling import Progress, Runner
+
+        settings = self.settings(item)
+        judges = self.judges(judges)
+        if self._runner is None:
+            self._runner, self._progress = Runner(), Progress(self.config)
+        runner, progress = self._runner, self._progress
+        assert progress is not None
+        options = {
+            "judges": judges, "turns": settings.turns, "role": settings.role,
+            "metrics": settings.metrics, "max_regenerations": settings.max_regenerations,
+            "validation": settings.validation, "client": self.client(),
+            "adapter_timeout": self.options.get("adapter_timeout"),
+            "dialogue_timeout": self.options.get("dialogue_timeout"),
+        }
+        first = self.options.get("seed")
+        seeds = range(first, first + (settings.runs if self.update else 1))
+
+        def submit(it: pytest.Item, doc: Document) -> list[concurrent.futures.Future[Any]]:
+            return [
+                runner.submit(
+                    (it.nodeid, seed),
+                    lambda seed=seed: arun_dialogue(
+                        doc, adapter, seed=seed,
+                        progress=progress.reporter(seed - first, len(seeds)), **options,
+                    ),
+                )
+                for seed in seeds
+            ]
+
+        own = submit(item, document)
+        if self._concurrent():  # start the dialogues of the items of this test that follow
+            later = self._items.get(function_key(item), [])
+            for other in later[later.index(item) + 1:] if item in later else []:
+                callspec = getattr(other, "callspec", None)
+                doc = callspec.params.get("ragdive_document") if callspec else None
+                if doc is not None and hasattr(doc, "text"):
+                    submit(other, doc)
+        dialogues = progress.wait(own)
+        self._dialogues[item.nodeid] = (settings, judges, dialogues)
+        return dialogues[0]
+
+    # -- checking -----------------------------------------------------------------
+
+    def check(self, item: pytest.Item) -> None:
+        """The gate of one item: its dialogue's errors, then its band (or, on update, the
+        band to write at the end)."""
+        from .gate import check_item
+
+        entry = self._dialogues.get(item.nodeid)
+        if entry is None:
+            return
+        settings, judges, dialogues = entry
+        check_item(item, settings, judges, dialogues, update=self.update,
+                   margin=self.options.get("band_margin"),
+                   fail_on_improvement=self.options.get("fail_on_improvement"),
+                   aggregate_file=self.aggregate_files.get(function_key(item)),
+                   results=self.results)
+
+    # -- end of session -----------------------------------------------------------
+
+    def worker_output(self) -> dict[str, Any]:
+        return {
+            "results": self.results,
+            "all_items": self.all_items,
+            "chosen": self.chosen,
+            "aggregate_files": self.aggregate_files,
+            "expected_files": sorted(self.expected_files),
+            "scopes": self.scopes,
+            "notes": sorted(self.notes),
+        }
+
+    def merge(self, output: dict[str, Any]) -> None:
+        self.results.update(output["results"])
+        self.notes.update(output["notes"])
+        # every worker collects the same items; one copy of the collection is enough
+        self.all_items = output["all_items"]
+        self.chosen = output["chosen"]
+        self.aggregate_files = output["aggregate_files"]
+        self.expected_files = set(output["expected_files"])
+        self.scopes = output["scopes"]
+
+    def finish(self, interrupted: bool) -> bool:
+        """Check the aggregate bands; on update write every band at once (none when the
+        run was interrupted) and remove unused ones. True when the session must fail."""
+        if not self.all_items:
+            return False
+        from . import aggregate, bands
+
+        self.aggregates, aggregate_bands = aggregate.evaluate(
+            self.chosen, self.all_items, self.results,
+            margin=self.options.get("band_margin"), update=self.update,
+        )
+        self.unused = aggregate.unused_files(self.scopes, self.expected_files)
+        if self.update:
+            if interrupted:
+                self.notes.add("the update was interrupted: no band was written (the response "
+                               "cache keeps the calls made, so running it again is quicker)")
+                self.unused = []
+                return True
+            item_bands = {Path(r["file"]): r["band"] for r in self.results.values()
+                          if r["status"] == "recorded"}
+            bands.write_all({**item_bands, **aggregate_bands})
+            for path in self.unused:
+                Path(path).unlink(missing_ok=True)
+        return any(a["status"] == "regressed" for a in self.aggregates)
+
+    def summary(self, reporter: Any) -> None:
+        if not self.results and not self.unused and not self.notes:
+            return
+        from .report import write_summary
+
+        write_summary(reporter, aggregates=self.aggregates, results=self.results,
+                      notes=self.notes, unused=self.unused, update=self.update)
+
+    def close(self) -> None:
+        if self._runner is not None:
+            self._runner.close()
+
+
+def _load(source: str | Path, root: Path) -> list[Document]:
+    from ..engine.documents import load_documents
+
+    return load_documents(source, root=root)

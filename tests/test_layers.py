@@ -1,0 +1,98 @@
+"""The package's layers: imports point one way, plugin -> engine -> llm, and never in a circle.
+
+Every import statement counts, also those inside functions and under TYPE_CHECKING: a
+lazy import is still a dependency.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "pytest_ragdive"
+
+#: layer -> the layers (and third-party roots) it must not import
+FORBIDDEN = {
+    "engine": ("pytest_ragdive.plugin", "pytest", "_pytest", "syrupy", "xdist"),
+    "llm": ("pytest_ragdive.plugin", "pytest_ragdive.engine", "pytest", "_pytest", "syrupy"),
+}
+
+
+def module_name(path: Path) -> str:
+    parts = ["pytest_ragdive", *path.relative_to(PACKAGE).with_suffix("").parts]
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports(path: Path) -> set[str]:
+    """The absolute names of the modules ``path`` imports."""
+    name = module_name(path)
+    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")
+                anchor = anchor[: len(anchor) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            if node.module:
+                found.add(base)
+            # "from . import bands" imports a module, not a name
+            found.update(f"{base}.{alias.name}" for alias in node.names)
+    return found
+
+
+def graph() -> dict[str, set[str]]:
+    modules = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+    return {name: {m for m in imports(path) if m in modules and m != name}
+            for name, path in modules.items()}
+
+
+def test_the_package_has_three_layers() -> None:
+    layers = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()}
+    assert {"engine", "llm", "plugin"} <= layers
+
+
+@pytest.mark.parametrize("layer", sorted(FORBIDDEN))
+def test_a_layer_imports_nothing_above_it(layer: str) -> None:
+    wrong = []
+    for path in (PACKAGE / layer).rglob("*.py"):
+        for target in imports(path):
+            if any(target == f or target.startswith(f + ".") for f in FORBIDDEN[layer]):
+                wrong.append(f"{module_name(path)} imports {target}")
+    assert not wrong
+
+
+def circles(edges: dict[str, set[str]]) -> list[str]:
+    found = []
+    state: dict[str, int] = {}  # 1 on the current path, 2 done
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(edges[node]):
+            if state.get(nxt) == 1:
+                found.append(" -> ".join([*path[path.index(nxt):], nxt]))
+            elif nxt not in state:
+                visit(nxt, [*path, nxt])
+        state[node] = 2
+
+    for node in sorted(edges):
+        if node not in state:
+            visit(node, [node])
+    return found
+
+
+def test_no_import_circle() -> None:
+    assert not circles(graph())
+
+
+def test_the_checks_see_imports_and_circles() -> None:
+    edges = graph()
+    assert "pytest_ragdive.engine.models" in edges["pytest_ragdive.engine.dialogue"]
+    assert "pytest_ragdive.llm.client" in edges["pytest_ragdive.engine.dialogue"]
+    assert "pytest_ragdive.plugin.bands" in edges["pytest_ragdive.plugin.aggregate"]
+    assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == ["a -> b -> c -> a"]
