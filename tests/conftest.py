@@ -1,7 +1,31 @@
+import tempfile
+
 import pytest
 
-# Projects under test run with runpytest_subprocess, as users run them: litellm, ragas
-# and instructor keep module-level state that pytester's in-process runs would reset.
+import pytest_ragdive.plugin.aggregate  # noqa: F401
+import pytest_ragdive.plugin.gate  # noqa: F401
+import pytest_ragdive.plugin.report  # noqa: F401
+from pytest_ragdive import Document, Judges, RagAnswer, run_dialogue
+from pytest_ragdive.llm.scripted import scripted
+
+
+def _warm_up() -> None:
+    """Projects under test run in process (``pytester.runpytest``). pytester removes the
+    modules a run imported when it ends, but litellm, ragas and instructor keep registries
+    keyed by their own classes and take seconds to import: one scripted dialogue here
+    imports all of them once, for every run after it."""
+
+    class Bot:
+        def answer(self, question: str, history: list) -> RagAnswer:
+            return RagAnswer(answer="A fact.", contexts=["A fact."])
+
+    with tempfile.TemporaryDirectory() as cache:
+        dialogue = run_dialogue(Document(id="warm", text="A fact."), Bot(), turns=2,
+                                judges=Judges(scripted(name="warm-up")), cache_dir=cache)
+    assert not dialogue.errors, dialogue.errors
+
+
+_warm_up()
 
 # A project under test: a scripted judge (the fake provider), a tiny RAG bot whose
 # behaviour the BOT_MODE environment variable switches, and two documents.

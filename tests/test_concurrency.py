@@ -53,7 +53,7 @@ def max_overlap(path) -> int:
 def test_items_of_a_test_run_their_dialogues_at_once(pytester, scope, overlapping):
     pytester.makeconftest(CONFTEST.format(scope=scope))
     pytester.makepyfile(test_bot=TEST)
-    result = pytester.runpytest_subprocess("-p", "no:langsmith_plugin", "--ragdive-update")
+    result = pytester.runpytest("-p", "no:langsmith_plugin", "--ragdive-update")
     result.assert_outcomes(passed=4)
     overlap = max_overlap(pytester.path / "calls.jsonl")
     if overlapping:

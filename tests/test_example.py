@@ -37,7 +37,7 @@ def test_replay_passes_without_a_single_model_call(
     files = sorted((example / ".ragdive" / "cache").rglob("*.json"))
     bands = sorted(p.name for p in (example / "__ragdive__").rglob("*.json"))
     assert files and bands, "example_project has no committed cache or bands"
-    result = pytester.runpytest_subprocess("-m", "ragdive", "--ragdive-record-mode=none",
+    result = pytester.runpytest("-m", "ragdive", "--ragdive-record-mode=none",
                                            "-p", "no:xdist")
     result.assert_outcomes(passed=3)
     result.stdout.fnmatch_lines(["*model calls 0, cache hits *"])
@@ -51,7 +51,7 @@ def test_a_changed_bot_cannot_replay(
 ) -> None:
     # top-k 1 changes the bot's prompts: its first answer is a call nobody recorded
     monkeypatch.setenv("RAGBOT_TOP_K", "1")
-    result = pytester.runpytest_subprocess("-m", "ragdive", "--ragdive-record-mode=none",
+    result = pytester.runpytest("-m", "ragdive", "--ragdive-record-mode=none",
                                            "-p", "no:xdist")
     result.assert_outcomes(failed=3)
     result.stdout.fnmatch_lines(["*no recorded response for*embedded/qwen2.5-coder-1.5b*"])
@@ -63,7 +63,7 @@ def test_the_gate_fails_on_the_recorded_bot_without_history(
     # .ragdive/history-none holds a live run of the bot with RAGBOT_HISTORY=none, with a seed
     # the bands were not recorded with
     monkeypatch.setenv("RAGBOT_HISTORY", "none")
-    result = pytester.runpytest_subprocess("-m", "ragdive", "--ragdive-record-mode=none",
+    result = pytester.runpytest("-m", "ragdive", "--ragdive-record-mode=none",
                                            "--ragdive-cache-dir=.ragdive/history-none",
                                            "--ragdive-seed=100", "-p", "no:xdist")
     assert result.ret == pytest.ExitCode.TESTS_FAILED

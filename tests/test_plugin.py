@@ -1,4 +1,4 @@
-"""The plugin as users run it: pytester projects with a scripted judge, in subprocesses."""
+"""The plugin as users run it: pytester projects with a scripted judge."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from conftest import PROJECT_CONFTEST
 
 
 def ragdive(project: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return project.runpytest_subprocess("-m", "ragdive", *args)
+    return project.runpytest("-m", "ragdive", *args)
 
 
 def test_improvement_passes_with_a_note_and_can_be_made_to_fail(project, monkeypatch):
@@ -99,7 +99,7 @@ def test_unknown_marker_option_is_a_collection_error(pytester):
         def test_bot(ragdive_dialogue):
             pass
     """)
-    result = pytester.runpytest_subprocess("-p", "no:langsmith_plugin")
+    result = pytester.runpytest("-p", "no:langsmith_plugin")
     assert result.ret == pytest.ExitCode.INTERRUPTED
     result.stdout.fnmatch_lines([
         "*unknown option(s) persona; valid options: turns, role, metrics, max_regenerations, "
@@ -114,7 +114,7 @@ def test_bad_marker_value_is_a_collection_error(pytester):
         def test_bot(ragdive_dialogue):
             pass
     """)
-    result = pytester.runpytest_subprocess("-p", "no:langsmith_plugin")
+    result = pytester.runpytest("-p", "no:langsmith_plugin")
     result.stdout.fnmatch_lines(["*turns=0 is not an integer >= 1*"])
     assert result.ret != 0
 
@@ -132,6 +132,7 @@ def test_other_tests_never_import_litellm_or_ragas(pytester):
             heavy = {"litellm", "ragas", "instructor", "jinja2"} & set(sys.modules)
             assert heavy == set()
     """)
+    # a fresh interpreter: this process has imported them for the other tests
     result = pytester.runpytest_subprocess("-p", "no:langsmith_plugin", "-m", "not ragdive")
     result.assert_outcomes(passed=1, deselected=1)
 
@@ -144,7 +145,7 @@ def test_missing_adapter_and_judges_are_usage_errors(pytester):
         def test_bot():
             pass
     """)
-    result = pytester.runpytest_subprocess("-p", "no:langsmith_plugin")
+    result = pytester.runpytest("-p", "no:langsmith_plugin")
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*has no RAG system to talk to. Define the fixture*"])
 
@@ -166,7 +167,7 @@ def test_documents_from_marker_glob_and_ini(pytester):
             pass
     """)
     pytester.makeini("[pytest]\nragdive_documents = kb/*\n")
-    result = pytester.runpytest_subprocess("-p", "no:langsmith_plugin", "--collect-only", "-q")
+    result = pytester.runpytest("-p", "no:langsmith_plugin", "--collect-only", "-q")
     result.stdout.fnmatch_lines([
         "test_kb.py::test_marker[[]Tram-Lines[]]",
         "test_kb.py::test_ini[[]Tram-Lines[]]",
@@ -188,13 +189,13 @@ def test_one_turn_conversations_leave_out_multi_turn_metrics(pytester):
         def test_asked(ragdive_dialogue):
             pass
     """)
-    result = pytester.runpytest_subprocess("-p", "no:langsmith_plugin", "--ragdive-update",
+    result = pytester.runpytest("-p", "no:langsmith_plugin", "--ragdive-update",
                                            "-p", "no:cacheprovider")
     # a setting that cannot work stops the run at collection, naming the test
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*test_asked*forgetfulness need at least 2 turns*"])
     pytester.makepyfile(test_one=pytester.path.joinpath("test_one.py").read_text().split(
         "\n@ragdive.conversation(turns=1, metrics")[0])
-    fixed = pytester.runpytest_subprocess("-p", "no:langsmith_plugin", "--ragdive-update",
+    fixed = pytester.runpytest("-p", "no:langsmith_plugin", "--ragdive-update",
                                           "-p", "no:cacheprovider")
     fixed.assert_outcomes(passed=2)  # one per document

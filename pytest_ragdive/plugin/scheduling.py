@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import queue
 import threading
 from collections.abc import Awaitable, Callable, Hashable
@@ -49,6 +50,10 @@ class Runner:
             return
         for future in self._futures.values():
             future.cancel()
+        from ..llm.client import release_loop
+
+        with contextlib.suppress(Exception):  # litellm's worker must not outlive its loop
+            asyncio.run_coroutine_threadsafe(release_loop(), loop).result(timeout=5)
         loop.call_soon_threadsafe(loop.stop)
         thread.join(timeout=5)
         if not thread.is_alive():
