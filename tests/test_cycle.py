@@ -1,31 +1,27 @@
 import pytest
 
-MODES = {"in-process": [], "xdist": ["-n", "2"]}
 
+@pytest.mark.parametrize("update_args", [[], ["-n", "2"]], ids=["in-process", "xdist"])
+def test_full_cycle(project, update_args, monkeypatch):
+    """Missing band, update (also by two xdist workers, whose results the controller
+    writes), check, regression. Each xdist run starts two workers that import litellm
+    and ragas afresh, so only the update runs under xdist."""
 
-@pytest.fixture(params=sorted(MODES))
-def xdist(request: pytest.FixtureRequest) -> list[str]:
-    return MODES[request.param]
-
-
-def test_full_cycle(project, xdist, monkeypatch):
     def run(*args: str) -> pytest.RunResult:
-        return project.runpytest("-m", "ragdive", *xdist, *args)
+        return project.runpytest("-m", "ragdive", *args)
 
-    if not xdist:  # every xdist run starts two workers: there, record and regress only
-        missing = run()
-        missing.assert_outcomes(failed=2)
-        missing.stdout.fnmatch_lines(["*no baseline band at*",
-                                      "*pytest 'test_bot.py::test_bot' --ragdive-update*"])
+    missing = run()
+    missing.assert_outcomes(failed=2)
+    missing.stdout.fnmatch_lines(["*no baseline band at*",
+                                  "*pytest 'test_bot.py::test_bot' --ragdive-update*"])
 
-    recorded = run("--ragdive-update")
+    recorded = run("--ragdive-update", *update_args)
     recorded.assert_outcomes(passed=2)
     folder = project.path / "__ragdive__" / "test_bot"
     assert sorted(p.name for p in folder.iterdir()) == [
         "test_bot.aggregate.json", "test_bot[alpha].json", "test_bot[beta].json"]
 
-    if not xdist:
-        run().assert_outcomes(passed=2)
+    run().assert_outcomes(passed=2)
 
     monkeypatch.setenv("BOT_MODE", "forgetful")
     regressed = run()

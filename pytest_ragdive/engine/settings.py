@@ -35,6 +35,8 @@ class Setting:
     #: the ini option's name when it differs from ``ragdive_<name>``
     ini_name: str = ""
     metavar: str = ""
+    #: what a valid value looks like, where the kind does not say it
+    form: str = ""
 
     @property
     def ini(self) -> str:
@@ -47,9 +49,11 @@ class Setting:
     @property
     def accepts(self) -> str:
         """What a valid value looks like, for messages and docs."""
+        if self.form:
+            return self.form
         if self.choices:
             kinds = " or ".join(repr(c) for c in self.choices)
-            return f"a list of {kinds}" if self.kind is tuple else kinds
+            return f"a list of {', '.join(self.choices)}" if self.kind is tuple else kinds
         if self.kind is bool:
             return "true or false"
         if self.kind in (int, float):
@@ -63,7 +67,8 @@ _ALL = (CLI, MARKER, INI, DIALOGUE)
 SETTINGS: dict[str, Setting] = {s.name: s for s in (
     Setting("turns", int, 5, "turns per conversation", _ALL, minimum=1, metavar="N"),
     Setting("role", str, "precise", "the simulated user's role: precise, context-aware, "
-            "forgetful, skeptic, or a sentence describing a persona", _ALL, metavar="ROLE"),
+            "forgetful, skeptic, or a sentence describing a persona", _ALL, metavar="ROLE",
+            form="a built-in role or a sentence"),
     Setting("metrics", tuple, tuple(METRICS), "metrics to score (default: all six; with one "
             "turn, the multi-turn ones are left out)", (MARKER, INI, DIALOGUE),
             choices=tuple(METRICS)),
@@ -78,7 +83,8 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
             "seed the bands were not recorded with holds a new conversation", (CLI, DIALOGUE),
             minimum=0, metavar="N"),
     Setting("documents", str, "", "the source documents: a file, folder or glob (relative to "
-            "the rootdir in the ini file, to the test module in the marker)", (MARKER, INI)),
+            "the rootdir in the ini file, to the test module in the marker)", (MARKER, INI),
+            form="a path or glob (the marker also takes a list of Documents)"),
     Setting("band_margin", float, 0.0, "tolerance added to both sides of every band", (INI,),
             minimum=0),
     Setting("fail_on_improvement", bool, False, "fail items that score above their band",
@@ -95,10 +101,9 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
             choices=("none", "new", "all")),
     Setting("cache_dir", str, ".ragdive/cache", "response cache folder (relative to the "
             "rootdir)", (CLI, INI, DIALOGUE), metavar="DIR"),
-    Setting("concurrency", int, 8, "model calls in flight per process", (CLI, INI, DIALOGUE),
+    Setting("concurrency", int, 8, "model calls in flight per process", (CLI, INI),
             minimum=1, metavar="N"),
-    Setting("call_timeout", float, 120.0, "seconds per model call", (INI, DIALOGUE),
-            minimum=0),
+    Setting("call_timeout", float, 120.0, "seconds per model call", (INI,), minimum=0),
     Setting("adapter_timeout", float, 120.0, "seconds per answer of the RAG adapter",
             (INI, DIALOGUE), minimum=0),
     Setting("dialogue_timeout", float, 1800.0, "seconds per dialogue, all turns and scoring",

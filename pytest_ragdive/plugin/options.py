@@ -91,3 +91,46 @@ class Options:
                                 validation=pick("validation"), runs=pick("runs"))
         except SettingError as exc:
             raise pytest.UsageError(str(exc)) from None
+
+
+_PREAMBLE = """\
+# Configuration reference
+
+Every setting of pytest-ragdive, generated from the one table in
+`pytest_ragdive/engine/settings.py` (`tests/test_settings.py` fails when this page and the code
+disagree; regenerate it with `python -m pytest_ragdive.plugin.options > docs/configuration.md`).
+
+Where a setting can be given in several places, the **command line** wins over the **marker**
+(`@ragdive.conversation(...)`), the marker over the **ini file** (`pytest.ini`, `tox.ini`,
+`setup.cfg` or `[tool.pytest.ini_options]`), and the ini file over the **default**. Every value is
+checked when pytest starts or collects, so a bad value stops the run with one line naming it.
+`arun_dialogue` / `run_dialogue` take the settings marked for them as keyword arguments, with the
+same defaults and checks. `--ragdive-update` records the bands of the selected tests.
+
+"""
+
+
+def reference() -> str:
+    """The configuration reference in Markdown: ``docs/configuration.md``."""
+    where = {CLI: "command line", MARKER: "marker", INI: "ini", "arun_dialogue": "arun_dialogue"}
+    lines = [
+        "| setting | ini | command line | marker / `arun_dialogue` | accepts | default |",
+        "|---|---|---|---|---|---|",
+    ]
+    for s in SETTINGS.values():
+        other = [where[w] for w in s.where if w in (MARKER, "arun_dialogue")]
+        default_text = (" ".join(s.default) if isinstance(s.default, tuple)
+                        else str(s.default).lower() if isinstance(s.default, bool)
+                        else s.default if s.default != "" else "(none)")
+        lines.append(
+            f"| `{s.name}` | {f'`{s.ini}`' if INI in s.where else ''} | "
+            f"{f'`{s.flag}`' if CLI in s.where else ''} | {', '.join(other)} | "
+            f"{s.accepts} | `{default_text}` |"
+        )
+    lines += ["", *(f"* `{s.name}`: {s.help}." for s in SETTINGS.values())]
+    return _PREAMBLE + "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    print(reference(), end="")
+

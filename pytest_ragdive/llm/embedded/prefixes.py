@@ -38,6 +38,7 @@ class CallStats:
     prompt_tokens: int = 0
     reused_tokens: int = 0
     completion_tokens: int = 0
+    started: float = 0.0  # time.perf_counter() when the call got the model
     seconds: float = 0.0
     prompt: str = ""  # the title of the last user message (cache.prompt_title)
     text: str = ""  # that message, cut at 2,000 characters

@@ -178,7 +178,7 @@ def generate(
         _prefixes.finish()
         stats = _prefixes.last
         stats.completion_tokens = int((reply.get("usage") or {}).get("completion_tokens", 0))
-        stats.seconds = time.perf_counter() - start
+        stats.started, stats.seconds = start, time.perf_counter() - start
         from ..cache import prompt_title
 
         last = message_text(messages[-1].get("content")) if messages else ""
