@@ -1,0 +1,191 @@
+"""One session's results as plain, serialisable data: what the HTML and JSON reports show.
+
+The models hold values, never pytest objects, so that any caller can fill them (the plugin's
+hooks, an xdist worker, a script reading band files) and a worker's record can travel to the
+controller as JSON. ``RunRecord.merge`` joins the records of several workers.
+
+``--ragdive-json`` writes ``record.model_dump_json(indent=2)``; ``RunRecord.model_validate_json``
+reads it back, dialogues included.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .metrics import METRICS
+from .models import Dialogue
+
+__all__ = ["Band", "BandVerdict", "ItemRecord", "MetricRecord", "Outcome", "RunRecord",
+           "TestRecord", "metric_records"]
+
+#: How a value relates to its band. "not scored": the metric could not be computed.
+BandVerdict = Literal["in band", "worse", "better", "no band", "not scored"]
+Outcome = Literal["passed", "failed", "error", "skipped"]
+
+#: Band files store values rounded to this many digits; values are compared at that precision.
+DIGITS = 4
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Band(_Model):
+    """A metric's baseline band: the range of its recorded runs, widened by ``margin``
+    on both sides when checked."""
+
+    min: float
+    max: float
+    runs: list[float] = Field(default_factory=list)
+    margin: float = 0.0
+
+    @classmethod
+    def from_stats(cls, stats: Mapping[str, Any], margin: float = 0.0) -> Band:
+        """The band of one metric entry of a band file (``{"min", "max", "runs", ...}``)."""
+        return cls(min=float(stats["min"]), max=float(stats["max"]),
+                   runs=[float(v) for v in stats.get("runs", [])], margin=margin)
+
+    def verdict(self, value: float, higher_is_better: bool) -> BandVerdict:
+        """Where ``value`` falls, exactly as the plugin's band check decides it."""
+        low, high = self.min - self.margin, self.max + self.margin
+        if low - 1e-9 <= round(value, DIGITS) <= high + 1e-9:
+            return "in band"
+        return "worse" if (value < low) == higher_is_better else "better"
+
+
+class MetricRecord(_Model):
+    """One metric's value today against its band."""
+
+    name: str
+    higher_is_better: bool
+    band: Band | None = None
+    value: float | None = None
+    verdict: BandVerdict
+
+    @classmethod
+    def judge(
+        cls, name: str, value: float | None, band: Band | None,
+        higher_is_better: bool | None = None,
+    ) -> MetricRecord:
+        """A record whose verdict is computed from ``value`` and ``band``. The direction
+        defaults to the metric's entry in ``METRICS`` (higher is better when unknown)."""
+        better_up = METRICS.get(name, True) if higher_is_better is None else higher_is_better
+        verdict: BandVerdict
+        if value is None:
+            verdict = "not scored"
+        elif band is None:
+            verdict = "no band"
+        else:
+            verdict = band.verdict(value, better_up)
+        return cls(name=name, higher_is_better=better_up, band=band, value=value, verdict=verdict)
+
+
+def metric_records(
+    scores: Mapping[str, float],
+    band_file: Mapping[str, Any] | None,
+    margin: float = 0.0,
+    names: Iterable[str] | None = None,
+) -> list[MetricRecord]:
+    """Records of ``names`` (default: every metric scored or banded) from a dialogue's (or a
+    mean's) ``scores`` and a band file's content (None when there is none), in ``METRICS``
+    order. A name without a score is "not scored"."""
+    stats = dict(band_file["metrics"]) if band_file else {}
+    wanted = set(names) if names is not None else set(scores) | set(stats)
+    order = [m for m in METRICS if m in wanted] + sorted(wanted - set(METRICS))
+    return [
+        MetricRecord.judge(
+            name, scores.get(name),
+            Band.from_stats(stats[name], margin) if name in stats else None,
+        )
+        for name in order
+    ]
+
+
+class ItemRecord(_Model):
+    """One test item: one test function on one document."""
+
+    nodeid: str
+    document_id: str
+    outcome: Outcome
+    message: str = Field(default="", description="Why it failed, errored or was skipped.")
+    duration_s: float | None = None
+    metrics: list[MetricRecord] = Field(default_factory=list)
+    dialogue: Dialogue | None = None
+
+    @property
+    def failed(self) -> bool:
+        return self.outcome in ("failed", "error")
+
+
+class TestRecord(_Model):
+    """A test function: its items, and the mean of each metric over them against the
+    test's aggregate band."""
+
+    __test__ = False  # not a pytest test class, despite its name
+
+    key: str = Field(description="The node id without parameters: 'path::test_name'.")
+    metrics: list[MetricRecord] = Field(default_factory=list)
+    note: str = Field(default="", description="e.g. why the aggregate was not checked.")
+    items: list[ItemRecord] = Field(default_factory=list)
+
+    @property
+    def failed(self) -> bool:
+        return any(i.failed for i in self.items) or any(m.verdict == "worse" for m in self.metrics)
+
+
+class RunRecord(_Model):
+    """A session: its settings and every ragdive test it ran."""
+
+    settings: dict[str, str] = Field(
+        default_factory=dict,
+        description="What shaped the run, for the reader: models, turns, role, seeds, ...")
+    started: datetime | None = None
+    duration_s: float = 0.0
+    tests: list[TestRecord] = Field(default_factory=list)
+
+    @classmethod
+    def merge(cls, records: Iterable[RunRecord]) -> RunRecord:
+        """One record from those of several processes (xdist workers).
+
+        A test seen by several workers gets their items together, ordered by node id; its
+        aggregate metrics come from the first record that has them (the controller computes
+        them once it has every item). Settings that differ between records keep every value,
+        joined by " | ". The run spans from the earliest start to the latest end.
+        """
+        records = list(records)
+        settings: dict[str, list[str]] = {}
+        for record in records:
+            for key, value in record.settings.items():
+                values = settings.setdefault(key, [])
+                if value not in values:
+                    values.append(value)
+        tests: dict[str, TestRecord] = {}
+        for record in records:
+            for test in record.tests:
+                merged = tests.get(test.key)
+                if merged is None:
+                    tests[test.key] = test.model_copy(deep=True)
+                    continue
+                merged.items.extend(i.model_copy(deep=True) for i in test.items)
+                merged.metrics = merged.metrics or [m.model_copy() for m in test.metrics]
+                merged.note = merged.note or test.note
+        for test in tests.values():
+            test.items.sort(key=lambda item: item.nodeid)
+        starts = [r.started for r in records if r.started is not None]
+        if starts:
+            first = min(starts)
+            end = max(r.started + timedelta(seconds=r.duration_s)
+                      for r in records if r.started is not None)
+            duration = max([(end - first).total_seconds(), *(r.duration_s for r in records)])
+        else:
+            first, duration = None, max((r.duration_s for r in records), default=0.0)
+        return cls(
+            settings={key: " | ".join(values) for key, values in settings.items()},
+            started=first,
+            duration_s=duration,
+            tests=sorted(tests.values(), key=lambda t: t.key),
+        )
