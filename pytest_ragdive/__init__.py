@@ -34,6 +34,7 @@ _LAZY = {
     "arun_dialogue": "dialogue",
     "arun_dialogues": "dialogue",
     "run_dialogue": "dialogue",
+    "HttpAdapter": "http_adapter",
 }
 
 __all__ = ["conversation", "document_fixture", "__version__", *_LAZY]
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
     from .cache import CacheMiss, ResponseCache
     from .dialogue import RagAdapter, arun_dialogue, arun_dialogues, run_dialogue
     from .documents import load_documents
+    from .http_adapter import HttpAdapter
     from .llm import Judges, LLMClient, Model
     from .metrics import METRICS
     from .models import (
