@@ -110,9 +110,10 @@ class HttpAdapter:
     of every reply (the server names the conversation) or made by ``session_id()`` before
     the first request, and sent as ``"{session}"`` (or the function's third argument).
 
-    The adapter holds one ``httpx.AsyncClient`` for the event loop it is used on; close it
-    with ``close()``/``await aclose()`` or use the adapter as a (async) context manager.
-    ``client_options`` go to ``httpx.AsyncClient`` (``verify``, ``proxy``, ``cert``, ...).
+    The adapter holds one ``httpx.AsyncClient`` for the event loop it is used on, closed
+    when that loop ends, by ``close()``/``await aclose()``, or at the end of a ``with``/
+    ``async with`` block. ``client_options`` go to ``httpx.AsyncClient`` (``verify``,
+    ``proxy``, ``cert``, ...; not ``headers`` or ``timeout``, which are the adapter's own).
     """
 
     def __init__(
@@ -138,6 +139,10 @@ class HttpAdapter:
         if timeout <= 0 or retries < 0 or backoff < 0 or max_wait < 0:
             raise ValueError("HttpAdapter: timeout must be positive; retries, backoff and "
                              "max_wait 0 or more")
+        own = sorted({"headers", "timeout"} & set(client_options or {}))
+        if own:
+            raise ValueError(f"HttpAdapter: give {' and '.join(own)} as the adapter's own "
+                             f"parameters, not in client_options")
         if request is None:
             request = {"model": model, "messages": "{messages}"} if model else {
                 "messages": "{messages}"}

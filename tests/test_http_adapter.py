@@ -420,6 +420,8 @@ def test_constructor_checks() -> None:
         HttpAdapter("http://127.0.0.1:1/x", model="m", request={"q": "{question}"})
     with pytest.raises(TypeError):
         HttpAdapter("http://127.0.0.1:1/x", request="{question}")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="headers as the adapter's own"):
+        HttpAdapter("http://127.0.0.1:1/x", client_options={"headers": {"X-Key": "k"}})
 
 
 # -- end to end ---------------------------------------------------------------------------
@@ -481,3 +483,72 @@ def test_dialogues_with_server_side_sessions_and_a_failing_bot(
     assert dialogue.errors["dialogue"].startswith(
         f"turn 1: the RAG adapter raised HttpAdapterError: POST {bot.url()} answered 500")
     assert "database locked" in dialogue.errors["dialogue"]
+
+
+HTTP_PROJECT_CONFTEST = '''
+import os
+import pytest
+import pytest_ragdive as ragdive
+from pytest_ragdive.testing import scripted
+
+def yes(messages):
+    """The multi-turn judges find that a reply with no memory misses what the user meant."""
+    prompt = messages[-1]["content"]
+    multi_turn = prompt.startswith("Question:") and "Reference answer" not in prompt
+    answers = 0.1 if multi_turn and "(no memory)" in prompt else 0.9
+    return 1 - answers if "fail to answer" in prompt else answers
+
+@pytest.fixture(scope="session")
+def ragdive_adapter():
+    with ragdive.HttpAdapter(os.environ["BOT_URL"], model="tower-bot",
+                             headers={"Authorization": "Bearer ${BOT_TOKEN}"}) as bot:
+        yield bot
+    assert bot.client is None  # closed from the fixture, across the plugin's loop thread
+
+@pytest.fixture(scope="session")
+def ragdive_judges():
+    return ragdive.Judges(scripted({"YesNo": yes}, name="judge"))
+
+ragdive_document = ragdive.document_fixture([
+    ragdive.Document(id="tower", text="The Alder Tower is 120 m tall. It opened in 1931."),
+])
+'''
+
+
+def test_the_plugin_with_an_http_bot_records_replays_and_catches_forgetting(
+    bot: LocalBot, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    forgetful = threading.Event()
+
+    def rag(seen: Seen) -> Reply:
+        assert seen.headers["authorization"] == f"Bearer {TOKEN}"
+        *earlier, last = seen.body["messages"]
+        memory = "(no memory)" if earlier and forgetful.is_set() else f"(recalls {len(earlier)})"
+        return Reply(body=openai_reply(f"{last['content']} -> 120 m {memory}",
+                                       contexts=["The Alder Tower is 120 m tall."]))
+
+    bot.default = rag
+    monkeypatch.setenv("BOT_URL", bot.url())
+    monkeypatch.setenv("BOT_TOKEN", TOKEN)
+    pytester.makeconftest(HTTP_PROJECT_CONFTEST)
+    pytester.makepyfile(test_bot='''
+import pytest_ragdive as ragdive
+
+@ragdive.conversation(turns=2, runs=2, metrics=["correctness", "forgetfulness"])
+def test_bot(ragdive_dialogue):
+    pass
+''')
+    pytester.makeini("[pytest]\naddopts = -p no:langsmith_plugin -p no:cacheprovider\n")
+
+    def ragdive_run(*args: str) -> pytest.RunResult:
+        return pytester.runpytest_subprocess("-m", "ragdive", *args)
+
+    ragdive_run("--ragdive-update").assert_outcomes(passed=1)
+    ragdive_run("--ragdive-record-mode=none").assert_outcomes(passed=1)
+    forgetful.set()
+    result = ragdive_run()
+    result.assert_outcomes(failed=1)
+    output = result.stdout.str()
+    assert "forgetfulness = 1.000, band [0.000, 0.000] (worse)" in output
+    assert "the reply does not answer what the user meant" in output
+    assert TOKEN not in output + result.stderr.str()
