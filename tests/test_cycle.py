@@ -1,5 +1,7 @@
 import pytest
 
+from pytest_ragdive.plugin.run_record import RunRecord
+
 
 @pytest.mark.parametrize("update_args", [[], ["-n", "2"]], ids=["in-process", "xdist"])
 def test_full_cycle(project, update_args, monkeypatch):
@@ -15,8 +17,12 @@ def test_full_cycle(project, update_args, monkeypatch):
     missing.stdout.fnmatch_lines(["*no baseline band at*",
                                   "*pytest 'test_bot.py::test_bot' --ragdive-update*"])
 
-    recorded = run("--ragdive-update", *update_args)
+    recorded = run("--ragdive-update", "--ragdive-json=run.json", *update_args)
     recorded.assert_outcomes(passed=2)
+    # the JSON report has every item's dialogue, sent by the workers under xdist
+    (test,) = RunRecord.model_validate_json((project.path / "run.json").read_text()).tests
+    assert [(i.document_id, i.outcome, len(i.dialogue.turns)) for i in test.items] == [
+        ("alpha", "passed", 2), ("beta", "passed", 2)]
     folder = project.path / "__ragdive__" / "test_bot"
     assert sorted(p.name for p in folder.iterdir()) == [
         "test_bot.aggregate.json", "test_bot[alpha].json", "test_bot[beta].json"]

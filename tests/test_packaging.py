@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from pathlib import Path
 
@@ -50,3 +51,22 @@ def test_the_lock_pins_every_dependency_within_its_bounds() -> None:
             f"constraints.txt pins {requirement.name}=={version}, outside {requirement}: "
             f"run .ci/lock"
         )
+
+
+def test_every_data_file_of_the_package_ships_in_the_wheel() -> None:
+    tomllib = pytest.importorskip("tomllib")
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    folders = {name: ROOT / Path(*name.split(".")) for name in config["packages"]}
+    folders.update({name: ROOT / path for name, path in config["package-dir"].items()})
+    missing = []
+    for package, folder in folders.items():
+        patterns = config["package-data"].get(package, [])
+        for path in folder.glob("**/*"):
+            inner = path.relative_to(folder)
+            owner = max((f for f in folders.values() if f in path.parents), key=lambda f: len(f.parts))
+            if (owner == folder and path.is_file() and path.suffix not in (".py", ".pyc")
+                    and "__pycache__" not in inner.parts
+                    and not any(fnmatch.fnmatch(str(inner), p) for p in patterns)):
+                missing.append(f"{package}: {inner}")
+    assert not missing, "add these to [tool.setuptools.package-data]"
+    assert "pytest_ragdive.plugin" in folders  # the check sees the subpackages

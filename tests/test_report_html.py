@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-import fnmatch
 import random
 import shutil
 import subprocess
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
 
-from pytest_ragdive import baseline
-from pytest_ragdive.html_report import chart, render
-from pytest_ragdive.metrics import METRICS, MULTI_TURN_METRICS
-from pytest_ragdive.models import (
+from pytest_ragdive.engine.metrics import METRICS, MULTI_TURN_METRICS
+from pytest_ragdive.engine.models import (
     Dialogue,
     GeneratedTurn,
     Judgement,
@@ -25,7 +22,9 @@ from pytest_ragdive.models import (
     Usage,
     Verdict,
 )
-from pytest_ragdive.run_record import (
+from pytest_ragdive.plugin import bands as baseline
+from pytest_ragdive.plugin.html_report import chart, render
+from pytest_ragdive.plugin.run_record import (
     Band,
     ItemRecord,
     MetricRecord,
@@ -204,28 +203,6 @@ def test_unknown_fields_are_refused() -> None:
         RunRecord.model_validate({"settings": {}, "tests": [], "colour": "red"})
 
 
-def test_merge_joins_the_items_of_a_test_from_every_worker_in_nodeid_order() -> None:
-    start = datetime(2025, 5, 4, 10, 0, tzinfo=timezone.utc)
-
-    def item(doc: str) -> ItemRecord:
-        return ItemRecord(nodeid=f"t.py::test_a[{doc}]", document_id=doc, outcome="passed")
-
-    mean = MetricRecord.judge("correctness", 0.8, Band(min=0.7, max=0.9))
-    one = RunRecord(settings={"turns": "3", "worker": "gw0"}, started=start, duration_s=50,
-                    tests=[TestRecord(key="t.py::test_a", items=[item("c"), item("a")]),
-                           TestRecord(key="t.py::test_b", items=[])])
-    two = RunRecord(settings={"turns": "3", "worker": "gw1"},
-                    started=start + timedelta(seconds=20), duration_s=60,
-                    tests=[TestRecord(key="t.py::test_a", metrics=[mean], items=[item("b")])])
-    merged = RunRecord.merge([one, two])
-    assert [t.key for t in merged.tests] == ["t.py::test_a", "t.py::test_b"]
-    assert [i.document_id for i in merged.tests[0].items] == ["a", "b", "c"]
-    assert merged.tests[0].metrics == [mean]
-    assert merged.settings == {"turns": "3", "worker": "gw0 | gw1"}
-    assert merged.started == start and merged.duration_s == 80
-    assert [i.document_id for i in one.tests[0].items] == ["c", "a"]  # inputs left alone
-
-
 @pytest.mark.parametrize("margin", [0.0, 0.05])
 def test_verdicts_agree_with_the_plugins_band_check(margin: float) -> None:
     doc = baseline.band({m: [0.4, 0.6] for m in METRICS}, {})
@@ -355,14 +332,6 @@ def test_charts_place_band_margin_runs_and_today_on_the_unit_axis() -> None:
     assert flat.margin is not None and flat.margin[0] + flat.margin[1] == pytest.approx(155.0)
 
 
-def test_the_template_ships_in_the_wheel() -> None:
-    tomllib = pytest.importorskip("tomllib")
-    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
-    patterns = config["package-data"]["pytest_ragdive"]
-    assert any(fnmatch.fnmatch("report.html.j2", p) for p in patterns)
-    assert (ROOT / "pytest_ragdive" / "report.html.j2").is_file()
-
-
 @pytest.mark.parametrize(("documents", "turns", "limit_kb"), [(3, 3, 90), (20, 5, 700)])
 def test_report_size(documents: int, turns: int, limit_kb: int) -> None:
     record = sample_record(documents, turns)
@@ -434,3 +403,47 @@ def test_headless_chromium_shows_the_report_without_errors(tmp_path: Path) -> No
                     "--window-size=1200,1800", "--hide-scrollbars")
     assert result.returncode == 0, result.stderr[-2000:]
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
+
+
+# -- written by the plugin ----------------------------------------------------------------------
+
+HOSTILE_BOT = '''
+class HostileBot:
+    def answer(self, question, history):
+        return ragdive.RagAnswer(answer=f"<script>alert('bot')</script> {question}",
+                                 contexts=["</details><img src=x onerror=alert(1)>"])
+
+@pytest.fixture(scope="session")
+def ragdive_adapter():
+    return HostileBot()
+'''
+
+
+def test_the_plugin_writes_both_reports_and_escapes_what_the_bot_said(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from conftest import PROJECT_CONFTEST, PROJECT_TEST
+
+    monkeypatch.setenv("BOT_MODE", "good")
+    pytester.makeconftest(PROJECT_CONFTEST + HOSTILE_BOT)
+    pytester.makepyfile(test_bot=PROJECT_TEST)
+    pytester.runpytest("-m", "ragdive", "--ragdive-update").assert_outcomes(passed=2)
+    result = pytester.runpytest("-m", "ragdive", "--ragdive-report=out/report.html",
+                                "--ragdive-json=out/run.json")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*ragdive report written to*report.html*"])
+
+    record = RunRecord.model_validate_json((pytester.path / "out" / "run.json").read_text())
+    (test,) = record.tests
+    assert test.key == "test_bot.py::test_bot"
+    assert [(i.document_id, i.outcome) for i in test.items] == [("alpha", "passed"),
+                                                                ("beta", "passed")]
+    assert all(i.dialogue is not None and len(i.dialogue.turns) == 2 for i in test.items)
+    assert {m.verdict for i in test.items for m in i.metrics} == {"in band"}
+    assert [m.name for m in test.metrics] == list(METRICS)
+
+    page = Page((pytester.path / "out" / "report.html").read_text())
+    assert not [tag for tag, _ in page.elements if tag in ("script", "img")]
+    assert not [a for _, attrs in page.elements for a in attrs if a.startswith("on")]
+    assert "<script>alert('bot')</script>" in page.text
+    assert "test_bot.py::test_bot[alpha]" in page.text and "test_bot.py::test_bot[beta]" in page.text

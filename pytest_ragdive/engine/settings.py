@@ -103,6 +103,9 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
             "rootdir)", (CLI, INI, DIALOGUE), metavar="DIR"),
     Setting("concurrency", int, 8, "model calls in flight per process", (CLI, INI),
             minimum=1, metavar="N"),
+    Setting("report", str, "", "write the HTML report of the session here: every dialogue "
+            "turn by turn, every band as a chart", (CLI,), metavar="PATH"),
+    Setting("json", str, "", "write the same content as JSON here", (CLI,), metavar="PATH"),
     Setting("call_timeout", float, 120.0, "seconds per model call", (INI,), minimum=0),
     Setting("adapter_timeout", float, 120.0, "seconds per answer of the RAG adapter",
             (INI, DIALOGUE), minimum=0),

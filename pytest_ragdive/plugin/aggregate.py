@@ -46,7 +46,7 @@ def evaluate(
             doc = _band(ran)
             to_write[path] = doc
             row["band"] = {m: (s["min"], s["max"]) for m, s in doc["metrics"].items()}
-            row["status"] = "recorded"
+            row["status"], row["doc"] = "recorded", doc
             continue
         try:
             doc = bands.read(path)
@@ -55,6 +55,7 @@ def evaluate(
                 row["note"] = f"no aggregate band at {path}; record it with --ragdive-update"
                 continue
             row["band"] = {m: (s["min"], s["max"]) for m, s in doc["metrics"].items()}
+            row["doc"] = doc
             deviations = bands.compare(doc, row["means"], margin)
         except bands.BaselineError as exc:
             row["status"], row["note"] = "regressed", str(exc)

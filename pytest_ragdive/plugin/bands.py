@@ -27,9 +27,9 @@ from syrupy.location import PyTestLocation
 
 from ..engine.metrics import METRICS
 from ..files import atomic_write_many
+from .run_record import DIGITS, Band
 
 DIRNAME = "__ragdive__"
-DIGITS = 4
 
 
 class BaselineExtension(SingleFileSnapshotExtension):
@@ -144,12 +144,8 @@ def compare(doc: dict[str, Any], scores: dict[str, float], margin: float) -> lis
         stats = doc["metrics"].get(metric)
         if stats is None:  # read() checked the file against its own metrics; see stale_reason
             raise BaselineError(f"the baseline has no band for {metric}")
-        low, high = float(stats["min"]) - margin, float(stats["max"]) + margin
-        # the file holds rounded bands: a value is compared at the precision it was stored
-        if low - 1e-9 <= round(value, DIGITS) <= high + 1e-9:
-            continue
-        below = value < low
-        higher_is_better = METRICS[metric]
-        out.append(Deviation(metric, value, float(stats["min"]), float(stats["max"]),
-                             worse=below == higher_is_better))
+        verdict = Band.from_stats(stats, margin).verdict(value, METRICS[metric])
+        if verdict != "in band":
+            out.append(Deviation(metric, value, float(stats["min"]), float(stats["max"]),
+                                 worse=verdict == "worse"))
     return out

@@ -28,6 +28,7 @@ def check_item(
     fail_on_improvement: bool,
     aggregate_file: str | None,
     results: dict[str, dict[str, Any]],
+    keep_dialogue: bool = False,
 ) -> None:
     """Put the item's result record (sent to the xdist controller) into ``results``, then
     fail the item when its dialogue could not be evaluated or left its band. On update
@@ -44,8 +45,11 @@ def check_item(
         "usage": _usage(dialogues),
         "aggregate_file": aggregate_file,
         "file": str(path),
+        "judges": {k: v.name for k, v in judges.models.items()},
         "status": "error",
     }
+    if keep_dialogue:  # for the report, also from xdist workers
+        record["dialogue"] = first.model_dump(mode="json")
     results[item.nodeid] = record
     for metric, value in first.scores.items():
         item.user_properties.append((f"ragdive.{metric}", round(value, bands.DIGITS)))
@@ -59,7 +63,7 @@ def check_item(
         "turns": settings.turns,
         "role": settings.role,
         "metrics": list(settings.metrics),
-        "judges": {k: v.name for k, v in judges.models.items()},
+        "judges": record["judges"],
     }
     if update:
         from .. import __version__
@@ -71,6 +75,7 @@ def check_item(
     command = f"pytest '{function_key(item)}' --ragdive-update"
     try:
         doc = bands.read(path)
+        record["band_doc"] = doc
         if doc is None:
             record["status"] = "missing"
             pytest.fail(f"no baseline band at {_rel(path)}; record one with:\n  {command}",

@@ -42,8 +42,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("filterwarnings", "ignore:.*`ReadOnly` qualifier:UserWarning")
     config.stash[STATE] = session = RagdiveSession(config)
     session.register_ini_documents()
-    if config.pluginmanager.hasplugin("xdist"):
-        config.pluginmanager.register(XdistHooks(session), "ragdive-xdist")
+    config.pluginmanager.register(SessionHooks(session), "ragdive-session")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -126,11 +125,15 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         state.summary(terminalreporter)
 
 
-class XdistHooks:
-    """Controller side of pytest-xdist: gather what each worker measured."""
+class SessionHooks:
+    """Hooks that need the session: what pytest reported for each item (the xdist
+    controller receives its workers' reports here too), and what each worker measured."""
 
     def __init__(self, session: RagdiveSession) -> None:
         self.session = session
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self.session.outcome(report)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import types
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +44,8 @@ class RagdiveSession:
         self.notes: set[str] = set()
         self._items: dict[str, list[pytest.Item]] = {}
         self._scopes: dict[str, str] = {}
+        self.outcomes: dict[str, tuple[str, str]] = {}  # node id -> (outcome, message)
+        self.started = datetime.now(timezone.utc)
 
     # -- settings and shared parts ----------------------------------------------------
 
@@ -215,7 +218,18 @@ class RagdiveSession:
                    margin=self.options.get("band_margin"),
                    fail_on_improvement=self.options.get("fail_on_improvement"),
                    aggregate_file=self.aggregate_files.get(function_key(item)),
-                   results=self.results)
+                   results=self.results,
+                   keep_dialogue=bool(self.options.get("report") or self.options.get("json")))
+
+    def outcome(self, report: pytest.TestReport) -> None:
+        """What pytest reported for an item (on the xdist controller too), for the report."""
+        if report.when == "call" or report.outcome != "passed":
+            kind = report.outcome if report.when == "call" or report.skipped else "error"
+            text = report.longreprtext if report.failed else (
+                str(report.longrepr[2]) if report.skipped and isinstance(report.longrepr, tuple)
+                else "")
+            if report.nodeid not in self.outcomes or kind != "passed":
+                self.outcomes[report.nodeid] = (kind, text[-4000:])
 
     # -- end of session -----------------------------------------------------------
 
@@ -263,7 +277,36 @@ class RagdiveSession:
             bands.write_all({**item_bands, **aggregate_bands})
             for path in self.unused:
                 Path(path).unlink(missing_ok=True)
+        self._write_reports()
         return any(a["status"] == "regressed" for a in self.aggregates)
+
+    def _write_reports(self) -> None:
+        html, json_path = self.options.get("report"), self.options.get("json")
+        if not (html or json_path):
+            return
+        from ..files import atomic_write_text
+        from .html_report import render
+        from .run_record import RunRecord
+
+        first = self.options.get("seed")
+        judges = next((r["judges"] for r in self.results.values()), {})
+        settings = {
+            **{role: str(model) for role, model in judges.items()},
+            "seeds": f"{first}" if not self.update else f"{first} and on (update)",
+            "record mode": self.options.get("record_mode"),
+        }
+        record = RunRecord.build(
+            settings=settings, started=self.started,
+            duration_s=(datetime.now(timezone.utc) - self.started).total_seconds(),
+            chosen=self.chosen, results=self.results, outcomes=self.outcomes,
+            aggregates=self.aggregates, margin=self.options.get("band_margin"),
+        )
+        for path, text in ((html, render(record) if html else ""),
+                           (json_path, record.model_dump_json(indent=2) if json_path else "")):
+            if path:
+                target = Path(path) if Path(path).is_absolute() else Path.cwd() / path
+                atomic_write_text(target, text)
+                self.notes.add(f"ragdive report written to {target}")
 
     def summary(self, reporter: Any) -> None:
         if not self.results and not self.unused and not self.notes:

@@ -14,7 +14,7 @@ from typing import Any
 
 import jinja2
 
-from .metrics import METRICS
+from ..engine.metrics import METRICS
 from .run_record import ItemRecord, MetricRecord, RunRecord, TestRecord
 
 __all__ = ["Chart", "chart", "render"]
@@ -150,6 +150,6 @@ def _usage(items: list[ItemRecord]) -> dict[str, Any]:
 
 
 def _generated() -> str:
-    from . import __version__
+    from .. import __version__
 
     return f"pytest-ragdive {__version__}"

@@ -11,13 +11,13 @@ reads it back, dialogues included.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .metrics import METRICS
-from .models import Dialogue
+from ..engine.metrics import METRICS
+from ..engine.models import Dialogue
 
 __all__ = ["Band", "BandVerdict", "ItemRecord", "MetricRecord", "Outcome", "RunRecord",
            "TestRecord", "metric_records"]
@@ -148,44 +148,41 @@ class RunRecord(_Model):
     tests: list[TestRecord] = Field(default_factory=list)
 
     @classmethod
-    def merge(cls, records: Iterable[RunRecord]) -> RunRecord:
-        """One record from those of several processes (xdist workers).
-
-        A test seen by several workers gets their items together, ordered by node id; its
-        aggregate metrics come from the first record that has them (the controller computes
-        them once it has every item). Settings that differ between records keep every value,
-        joined by " | ". The run spans from the earliest start to the latest end.
-        """
-        records = list(records)
-        settings: dict[str, list[str]] = {}
-        for record in records:
-            for key, value in record.settings.items():
-                values = settings.setdefault(key, [])
-                if value not in values:
-                    values.append(value)
-        tests: dict[str, TestRecord] = {}
-        for record in records:
-            for test in record.tests:
-                merged = tests.get(test.key)
-                if merged is None:
-                    tests[test.key] = test.model_copy(deep=True)
-                    continue
-                merged.items.extend(i.model_copy(deep=True) for i in test.items)
-                merged.metrics = merged.metrics or [m.model_copy() for m in test.metrics]
-                merged.note = merged.note or test.note
-        for test in tests.values():
-            test.items.sort(key=lambda item: item.nodeid)
-        starts = [r.started for r in records if r.started is not None]
-        if starts:
-            first = min(starts)
-            end = max(r.started + timedelta(seconds=r.duration_s)
-                      for r in records if r.started is not None)
-            duration = max([(end - first).total_seconds(), *(r.duration_s for r in records)])
-        else:
-            first, duration = None, max((r.duration_s for r in records), default=0.0)
-        return cls(
-            settings={key: " | ".join(values) for key, values in settings.items()},
-            started=first,
-            duration_s=duration,
-            tests=sorted(tests.values(), key=lambda t: t.key),
-        )
+    def build(
+        cls,
+        *,
+        settings: Mapping[str, str],
+        started: datetime,
+        duration_s: float,
+        chosen: Mapping[str, list[str]],
+        results: Mapping[str, Mapping[str, Any]],
+        outcomes: Mapping[str, tuple[Outcome, str]],
+        aggregates: Iterable[Mapping[str, Any]],
+        margin: float,
+    ) -> RunRecord:
+        """The record of a session from what the plugin kept: the items chosen per test
+        function, their result records (sent by xdist workers), the outcome and failure
+        text pytest reported for each, and the aggregate rows."""
+        rows = {row["function"]: row for row in aggregates}
+        tests = []
+        for function, nodeids in chosen.items():
+            row = rows.get(function)
+            test = TestRecord(
+                key=function, note=row["note"] if row else "",
+                metrics=metric_records(row["means"], row.get("doc"), margin) if row else [],
+            )
+            for nodeid in sorted(nodeids):
+                result = results.get(nodeid, {})
+                outcome, message = outcomes.get(nodeid, ("skipped", "did not run"))
+                dialogue = result.get("dialogue")
+                test.items.append(ItemRecord(
+                    nodeid=nodeid, document_id=result.get("document", ""), outcome=outcome,
+                    message=message,
+                    metrics=metric_records(result.get("scores", {}),
+                                           result.get("band") or result.get("band_doc"),
+                                           margin) if result else [],
+                    dialogue=Dialogue.model_validate(dialogue) if dialogue else None,
+                ))
+            tests.append(test)
+        return cls(settings=dict(settings), started=started, duration_s=duration_s,
+                   tests=sorted(tests, key=lambda t: t.key))
