@@ -46,6 +46,9 @@ def check_unique(documents: Iterable[Document]) -> list[Document]:
     for doc in documents:
         if safe_id(doc.id) != doc.id:
             raise ValueError(f"document id {doc.id!r} is not file-name safe; try {safe_id(doc.id)!r}")
+        if not doc.text.strip():
+            raise ValueError(f"document {doc.id!r} has no text: a conversation needs "
+                             f"something to talk about")
         if doc.id in seen:
             raise ValueError(f"two documents have the id {doc.id!r}; ids must be unique")
         seen[doc.id] = doc
@@ -53,9 +56,18 @@ def check_unique(documents: Iterable[Document]) -> list[Document]:
 
 
 def _read(path: Path) -> list[Document]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); "
+                         f"save it as UTF-8") from None
+    return _parse(path, text)
+
+
+def _parse(path: Path, text: str) -> list[Document]:
     if path.suffix == ".jsonl":
         docs = []
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        for number, line in enumerate(text.splitlines(), 1):
             if not line.strip():
                 continue
             try:
@@ -64,6 +76,6 @@ def _read(path: Path) -> list[Document]:
                 raise ValueError(f"{path}:{number}: not a document ({exc})") from None
         return docs
     if path.suffix in (".md", ".txt"):
-        return [Document(id=safe_id(path.stem), text=path.read_text(encoding="utf-8"),
+        return [Document(id=safe_id(path.stem), text=text,
                          metadata={"source": path.name})]
     raise ValueError(f"{path}: unsupported document type; use one of {', '.join(SUFFIXES)}")

@@ -1,4 +1,5 @@
-"""The verdict on one item: the dialogue's own errors first, then its band."""
+"""The verdict on one item: the dialogue's own errors (before the test body runs, so that
+a body reading the scores cannot hide the cause), then, after the body, its band."""
 
 from __future__ import annotations
 
@@ -17,22 +18,17 @@ if TYPE_CHECKING:
     from .options import ItemSettings
 
 
-def check_item(
+def check_dialogue(
     item: pytest.Item,
-    settings: ItemSettings,
     judges: Judges,
     dialogues: list[Dialogue],
     *,
-    update: bool,
-    margin: float,
-    fail_on_improvement: bool,
     aggregate_file: str | None,
     results: dict[str, dict[str, Any]],
     keep_dialogue: bool = False,
 ) -> None:
     """Put the item's result record (sent to the xdist controller) into ``results``, then
-    fail the item when its dialogue could not be evaluated or left its band. On update
-    the record carries the band to write at the end of the session."""
+    fail the item when one of its dialogues could not be completed or evaluated."""
     first = dialogues[0]
     path = bands.item_path(item)
     record: dict[str, Any] = {
@@ -59,6 +55,22 @@ def check_item(
         if problems:
             pytest.fail("the conversation could not be evaluated:\n  " + "\n  ".join(problems),
                         pytrace=False)
+
+
+def check_band(
+    item: pytest.Item,
+    settings: ItemSettings,
+    dialogues: list[Dialogue],
+    record: dict[str, Any],
+    *,
+    update: bool,
+    margin: float,
+    fail_on_improvement: bool,
+) -> None:
+    """Fail the item when its scores left the band; on update, put the band to write at
+    the end of the session into its ``record``."""
+    first = dialogues[0]
+    path = Path(record["file"])
     produced_by = {
         "turns": settings.turns,
         "role": settings.role,
@@ -75,19 +87,23 @@ def check_item(
     command = f"pytest '{function_key(item)}' --ragdive-update"
     try:
         doc = bands.read(path)
-        record["band_doc"] = doc
-        if doc is None:
-            record["status"] = "missing"
-            pytest.fail(f"no baseline band at {_rel(path)}; record one with:\n  {command}",
-                        pytrace=False)
-        stale = bands.stale_reason(doc, produced_by)
-        if stale:
-            record["status"] = "stale"
-            pytest.fail(f"the baseline {_rel(path)} was recorded for other settings ({stale}); "
-                        f"it is stale. Record it again with:\n  {command}", pytrace=False)
-        deviations = bands.compare(doc, first.scores, margin)
+        stale = bands.stale_reason(doc, produced_by) if doc is not None else None
+        deviations = bands.compare(doc, first.scores, margin) if doc and not stale else []
     except bands.BaselineError as exc:
-        pytest.fail(str(exc), pytrace=False)
+        problem = str(exc)
+    else:
+        problem = ""
+    if problem:
+        pytest.fail(problem, pytrace=False)
+    record["band_doc"] = doc
+    if doc is None:
+        record["status"] = "missing"
+        pytest.fail(f"no baseline band at {_rel(path)}; record one with:\n  {command}",
+                    pytrace=False)
+    if stale:
+        record["status"] = "stale"
+        pytest.fail(f"the baseline {_rel(path)} was recorded for other settings ({stale}); "
+                    f"it is stale. Record it again with:\n  {command}", pytrace=False)
     worse = [d for d in deviations if d.worse]
     better = [d for d in deviations if not d.worse]
     record["status"] = "regressed" if worse else "improved" if better else "passed"

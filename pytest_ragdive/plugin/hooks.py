@@ -103,9 +103,12 @@ def pytest_fixture_setup(fixturedef: pytest.FixtureDef[Any], request: pytest.Fix
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
+    marked = item.get_closest_marker(MARKER) is not None
+    if marked:
+        item.config.stash[STATE].check_dialogue(item)
     result = yield
-    if item.get_closest_marker(MARKER) is not None:
-        item.config.stash[STATE].check(item)
+    if marked:
+        item.config.stash[STATE].check_band(item)
     return result
 
 

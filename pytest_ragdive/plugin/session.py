@@ -205,21 +205,29 @@ class RagdiveSession:
 
     # -- checking -----------------------------------------------------------------
 
-    def check(self, item: pytest.Item) -> None:
-        """The gate of one item: its dialogue's errors, then its band (or, on update, the
-        band to write at the end)."""
-        from .gate import check_item
+    def check_dialogue(self, item: pytest.Item) -> None:
+        """Before the test body: the dialogue's own errors."""
+        from .gate import check_dialogue
 
         entry = self._dialogues.get(item.nodeid)
-        if entry is None:
-            return
-        settings, judges, dialogues = entry
-        check_item(item, settings, judges, dialogues, update=self.update,
-                   margin=self.options.get("band_margin"),
-                   fail_on_improvement=self.options.get("fail_on_improvement"),
-                   aggregate_file=self.aggregate_files.get(function_key(item)),
-                   results=self.results,
-                   keep_dialogue=bool(self.options.get("report") or self.options.get("json")))
+        if entry is not None:
+            _, judges, dialogues = entry
+            check_dialogue(
+                item, judges, dialogues, results=self.results,
+                aggregate_file=self.aggregate_files.get(function_key(item)),
+                keep_dialogue=bool(self.options.get("report") or self.options.get("json")),
+            )
+
+    def check_band(self, item: pytest.Item) -> None:
+        """After the test body: the band (on update, the band to write)."""
+        from .gate import check_band
+
+        entry = self._dialogues.get(item.nodeid)
+        if entry is not None:
+            settings, _, dialogues = entry
+            check_band(item, settings, dialogues, self.results[item.nodeid], update=self.update,
+                       margin=self.options.get("band_margin"),
+                       fail_on_improvement=self.options.get("fail_on_improvement"))
 
     def outcome(self, report: pytest.TestReport) -> None:
         """What pytest reported for an item (on the xdist controller too), for the report."""

@@ -1,0 +1,93 @@
+"""Faults at the gate: a dialogue that failed behind a test body, band files that cannot be
+trusted, an update that is interrupted. Each must fail clearly and lose nothing."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from conftest import PROJECT_CONFTEST
+
+README_BODY = '''
+import pytest_ragdive as ragdive
+
+@ragdive.conversation(turns=2, runs=2)
+def test_bot(ragdive_dialogue):
+    assert ragdive_dialogue.scores["correctness"] >= 0.6
+'''
+
+
+def ragdive(project: pytest.Pytester, *args: str) -> pytest.RunResult:
+    # an interrupted run under test must not interrupt this one
+    return project.runpytest("-m", "ragdive", *args, no_reraise_ctrlc=True)
+
+
+def test_the_adapters_error_is_shown_not_the_bodys_key_error(project: pytest.Pytester,
+                                                              monkeypatch) -> None:
+    project.makepyfile(test_bot=README_BODY)
+    monkeypatch.setenv("BOT_MODE", "raise")
+    result = ragdive(project, "--ragdive-update")
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(["*the conversation could not be evaluated:*",
+                                 "*turn 1: the RAG adapter raised RuntimeError: index offline*"])
+    assert "KeyError" not in result.stdout.str()
+
+
+def recorded(project: pytest.Pytester) -> Path:
+    ragdive(project, "--ragdive-update").assert_outcomes(passed=2)
+    return project.path / "__ragdive__" / "test_bot" / "test_bot[alpha].json"
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (lambda band: band["metrics"].pop("correctness"), "no band for correctness"),
+        (lambda band: band["metrics"]["correctness"].update(min=math.nan, max=math.nan),
+         "correctness: min nan and max nan are not 0 <= min <= max <= 1"),
+        (lambda band: band["metrics"]["forgetfulness"].update(min=0.9, max=0.1),
+         "forgetfulness: min 0.9 and max 0.1 are not 0 <= min <= max <= 1"),
+        (lambda band: band["metrics"]["faithfulness"].update(min=1.5, max=2.0),
+         "faithfulness: min 1.5 and max 2.0"),
+        (lambda band: band.pop("produced_by"), "no 'produced_by'"),
+    ],
+    ids=["metric removed", "nan", "min above max", "outside 0-1", "no produced_by"],
+)
+def test_a_damaged_band_fails_its_item_and_is_kept(
+    project: pytest.Pytester, monkeypatch, damage, message: str
+) -> None:
+    path = recorded(project)
+    band = json.loads(path.read_text())
+    damage(band)
+    path.write_text(json.dumps(band))  # json writes NaN as NaN, as a careless edit would
+    before = path.read_bytes()
+    monkeypatch.setenv("BOT_MODE", "forgetful")  # a regression the band must not let pass
+    result = ragdive(project)
+    result.assert_outcomes(failed=2)  # beta regressed; alpha's band is unusable
+    result.stdout.fnmatch_lines(["*_ test_bot?alpha? _*", f"the baseline *{message}*"])
+    assert "During handling" not in result.stdout.str()
+    assert path.read_bytes() == before
+
+
+INTERRUPT_ON_BETA = '''
+
+def pytest_runtest_call(item):
+    if item.name.endswith("[beta]"):
+        raise KeyboardInterrupt  # Ctrl-C while the second item runs
+'''
+
+
+def test_an_interrupted_update_writes_no_band(project: pytest.Pytester, monkeypatch) -> None:
+    folder = recorded(project).parent
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    monkeypatch.setenv("BOT_MODE", "forgetful")  # an update would change every band
+    project.makeconftest(PROJECT_CONFTEST + INTERRUPT_ON_BETA)
+    result = ragdive(project, "--ragdive-update")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(["*the update was interrupted: no band was written*"])
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before  # no temp files either
+
+    project.makeconftest(PROJECT_CONFTEST)
+    ragdive(project, "--ragdive-update").assert_outcomes(passed=2)
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} != before

@@ -1,0 +1,39 @@
+"""Bad input caught early: one line naming the cause and the fix, at start-up or collection,
+never a traceback per item or a band for nothing."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_ragdive.engine.documents import load_documents
+
+
+def test_a_role_typo_in_the_marker_stops_the_collection(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("""
+        import pytest_ragdive as ragdive
+
+        @ragdive.conversation(role="precsie")
+        def test_bot(ragdive_dialogue):
+            pass
+    """)
+    result = pytester.runpytest()
+    assert result.ret != pytest.ExitCode.OK
+    out = result.stdout.str() + result.stderr.str()
+    assert "ragdive.conversation: unknown role 'precsie'; use one of precise" in out
+    assert out.count("unknown role") == 1
+
+
+def test_a_document_that_is_not_utf8_is_named(tmp_path) -> None:
+    (tmp_path / "latin1.md").write_bytes("Caf\xe9 opens at nine.".encode("latin-1"))
+    with pytest.raises(ValueError, match=r"latin1.md: not UTF-8 text .* save it as UTF-8"):
+        load_documents("*.md", root=tmp_path)
+
+
+def test_an_empty_document_gets_no_band(pytester: pytest.Pytester) -> None:
+    pytester.path.joinpath("kb").mkdir()
+    pytester.path.joinpath("kb", "empty.md").write_text("  \n")
+    pytester.makeini("[pytest]\nragdive_documents = kb/*.md\n")
+    pytester.makepyfile("def test_plain():\n    pass\n")
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "ini ragdive_documents: document 'empty' has no text" in result.stderr.str()
