@@ -69,8 +69,9 @@ async def evaluate(
 ) -> None:
     """Score every turn of ``dialogue`` for ``metrics`` concurrently; fill its scores.
 
-    A turn that cannot be scored keeps a judgement with no score and the reason; a
-    metric no turn could be scored for goes into ``dialogue.errors``. A missing
+    A turn that cannot be scored keeps a judgement with no score and the reason, and
+    its metric goes into ``dialogue.errors`` instead of ``scores``: a mean over the
+    other turns would be another measurement than the band's. A missing
     recording (record mode ``none``) or a failing provider is not a scoring problem
     and propagates.
     """
@@ -93,16 +94,17 @@ async def evaluate(
             raise result
         turn.judgements[metric] = result
     for metric in metrics:
-        judged = [t.judgements[metric] for t in dialogue.turns if metric in t.judgements]
-        values = [j.score for j in judged if j.score is not None]
-        if values:
-            dialogue.scores[metric] = sum(values) / len(values)
-        elif judged:
-            dialogue.errors[metric] = "no turn could be scored: " + "; ".join(
-                f"turn {t.index}: {t.judgements[metric].reason}"
-                for t in dialogue.turns
-                if metric in t.judgements
+        judged = [t for t in dialogue.turns if metric in t.judgements]
+        unscored = [t for t in judged if t.judgements[metric].score is None]
+        if unscored:
+            dialogue.errors[metric] = (
+                f"{len(unscored)} of {len(judged)} turns could not be scored, so there is no "
+                f"mean to compare: " + "; ".join(
+                    f"turn {t.index}: {t.judgements[metric].reason}" for t in unscored)
             )
+        elif judged:
+            values = [t.judgements[metric].score or 0.0 for t in judged]
+            dialogue.scores[metric] = sum(values) / len(values)
         else:
             dialogue.errors[metric] = "needs at least two turns"
 
@@ -116,7 +118,19 @@ async def _scored(job: Callable[[], Awaitable[Judgement]]) -> Judgement:
         cause = _hard_cause(exc)
         if cause is not None:
             raise cause from None
-        return Judgement(reason=f"not scored: {type(exc).__name__}: {str(exc)[:300]}")
+        return Judgement(reason=f"not scored: {_why(exc)}")
+
+
+def _why(exc: BaseException) -> str:
+    """The first line of what went wrong; for instructor's retry exception, of the last
+    attempt's error rather than its dump of every attempt."""
+    attempts = getattr(exc, "failed_attempts", None)
+    if attempts:
+        last = getattr(attempts[-1], "exception", None)
+        if last is not None:
+            exc = last
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0][:300] if lines else ''}"
 
 
 def _hard_cause(exc: BaseException | None) -> BaseException | None:

@@ -1,0 +1,51 @@
+"""Faults in the judges' replies: a score is the mean over every turn or it is an error,
+never a mean over the turns that happened to parse."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest_ragdive as ragdive
+from pytest_ragdive.llm.scripted import scripted
+
+DOC = ragdive.Document(id="tower", text="The Alder Tower is 120 m tall. It opened in 1931.")
+
+
+class Bot:
+    def answer(self, question: str, history: list[ragdive.Message]) -> ragdive.RagAnswer:
+        return ragdive.RagAnswer(answer=f"It is 120 m. ({question})", contexts=[DOC.text])
+
+
+def test_one_malformed_reply_makes_the_metric_an_error_not_a_partial_mean(tmp_path: Path) -> None:
+    asked = {"n": 0}
+
+    def judge(messages: list[dict]) -> object:
+        prompt = messages[-1]["content"]
+        if prompt.startswith("Question:") and "Reference answer" not in prompt:
+            asked["n"] += 1  # the multi-turn judges, turns 2 and 3; the third ask is garbled
+            return "maybe" if asked["n"] == 3 else 0.9
+        return 0.9
+
+    dialogue = ragdive.run_dialogue(
+        DOC, Bot(), judges=ragdive.Judges(scripted({"YesNo": judge})), turns=3,
+        metrics=["correctness", "forgetfulness", "context_retention"],
+        cache_dir=tmp_path / "cache")
+    broken = [m for m in ("forgetfulness", "context_retention") if m in dialogue.errors]
+    assert len(broken) == 1
+    assert broken[0] not in dialogue.scores
+    assert dialogue.errors[broken[0]].startswith("1 of 2 turns could not be scored")
+    assert "answered a yes/no question with 'maybe'" in dialogue.errors[broken[0]]
+    assert dialogue.scores["correctness"] == 1.0
+
+
+def test_a_retry_exception_is_summarised_by_its_last_attempt() -> None:
+    from pytest_ragdive.engine.evaluator import _why
+
+    class Attempt:
+        exception = ValueError("1 validation error for Verdicts\nstatements: field required")
+
+    class RetryError(Exception):
+        failed_attempts = [Attempt()]
+
+    assert _why(RetryError("<failed_attempts>" + "x" * 900)) == (
+        "ValueError: 1 validation error for Verdicts")
