@@ -43,7 +43,7 @@ def test_corrupt_entry_is_a_miss_with_a_warning_and_is_rewritten(tmp_path: Path)
     cache.store(REQUEST, REPLY)
     path = cache.path(request_key(REQUEST))
     path.write_text('{"response": ')
-    with pytest.warns(CacheWarning, match=f"corrupt ragdive cache entry {path}"):
+    with pytest.warns(CacheWarning, match=f"ignoring ragdive cache entry {path}: not JSON"):
         assert cache.load(REQUEST) is None
     cache.store(REQUEST, REPLY)
     assert cache.load(REQUEST) == REPLY

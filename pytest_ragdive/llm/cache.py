@@ -97,7 +97,17 @@ class ResponseCache:
         if self.mode == "all":
             return None
         path = self.path(key)
-        entry = self._read(path)
+        try:
+            entry = self._read(path, key)
+        except ValueError as exc:
+            if self.mode == "none":
+                raise CacheMiss(
+                    f"the recorded response of {describe(request)} is unusable: {exc}. "
+                    f"Delete {path} and record it again with --ragdive-record-mode=new."
+                ) from None
+            warnings.warn(f"ignoring ragdive cache entry {path}: {exc}; it is treated as a "
+                          f"miss and recorded again", CacheWarning, stacklevel=2)
+            entry = None
         if entry is not None:
             return entry["response"]
         if self.mode == "none":
@@ -119,21 +129,31 @@ class ResponseCache:
         atomic_write_text(self.path(key), text)
 
     @staticmethod
-    def _read(path: Path) -> dict[str, Any] | None:
+    def _read(path: Path, key: str) -> dict[str, Any] | None:
+        """The entry at ``path``; None when there is none, ValueError when it is unusable."""
         try:
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
             return None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ValueError(f"unreadable ({exc})") from None
         try:
             entry = json.loads(text)
-            if not isinstance(entry, dict) or not isinstance(entry.get("response"), dict):
-                raise ValueError("not a cache entry")
         except ValueError as exc:
-            warnings.warn(
-                f"ignoring corrupt ragdive cache entry {path} ({exc}); "
-                f"it is treated as a miss and rewritten",
-                CacheWarning,
-                stacklevel=2,
-            )
-            return None
+            raise ValueError(f"not JSON ({exc})") from None
+        if not isinstance(entry, dict) or not isinstance(entry.get("response"), dict):
+            raise ValueError("not a cache entry")
+        if entry.get("format") != FORMAT_VERSION:
+            raise ValueError(
+                f"format {entry.get('format')!r}, this pytest-ragdive reads format "
+                f"{FORMAT_VERSION} (written by another version?)")
+        if entry.get("key") != key:
+            raise ValueError(f"it holds the entry of key {entry.get('key')!r}")
+        response = entry["response"]
+        if not isinstance(response.get("content"), str):
+            raise ValueError("the response has no 'content' text")
+        for field in ("prompt_tokens", "completion_tokens"):
+            if not isinstance(response.get(field), int):
+                raise ValueError(f"the response has no '{field}' count")
+        response.setdefault("cost", 0.0)
         return entry

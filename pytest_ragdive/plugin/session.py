@@ -4,6 +4,7 @@ their verdicts, and the bands an update will write at the end."""
 from __future__ import annotations
 
 import concurrent.futures
+import os
 import types
 from datetime import datetime, timezone
 from pathlib import Path
@@ -59,15 +60,29 @@ class RagdiveSession:
             from ..llm.cache import ResponseCache
             from ..llm.client import LLMClient
 
-            directory = Path(self.options.get("cache_dir"))
-            if not directory.is_absolute():
-                directory = self.config.rootpath / directory
             self._client = LLMClient(
-                ResponseCache(directory, self.options.get("record_mode")),
+                ResponseCache(self.cache_dir(), self.options.get("record_mode")),
                 concurrency=self.options.get("concurrency"),
                 timeout=self.options.get("call_timeout"),
             )
         return self._client
+
+    def cache_dir(self) -> Path:
+        directory = Path(self.options.get("cache_dir"))
+        return directory if directory.is_absolute() else self.config.rootpath / directory
+
+    def _check_cache_dir(self) -> None:
+        """Recording needs a writable cache folder: say so once, before any item runs."""
+        if self.options.get("record_mode") == "none":
+            return
+        folder = self.cache_dir()
+        existing = next(p for p in (folder, *folder.parents) if p.exists())
+        if not (existing.is_dir() and os.access(existing, os.W_OK | os.X_OK)):
+            raise pytest.UsageError(
+                f"the ragdive response cache {folder} cannot be written ({existing} is not a "
+                f"writable folder), and record mode {self.options.get('record_mode')!r} records "
+                f"there. Make it writable, choose another folder with --ragdive-cache-dir, or "
+                f"replay only with --ragdive-record-mode=none.")
 
     # -- documents ----------------------------------------------------------------
 
@@ -104,6 +119,7 @@ class RagdiveSession:
             return
         from . import bands
 
+        self._check_cache_dir()
         partial = {arg.split("::", 1)[0] for arg in self.config.args if "::" in arg}
         for item in marked:
             self.settings(item)  # a bad marker option or ini value fails the collection
