@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import re
 from importlib.resources import files
 from typing import Any
 
@@ -12,10 +13,26 @@ from .models import Turn
 from .settings import BUILTIN_ROLES, check_role
 
 
+_FENCE_TAG = re.compile(r"<(/?)(source)>", re.IGNORECASE)
+_LINE_BREAKS = re.compile(r"\s*[\r\n]+\s*")
+
+
+def fenced(text: str) -> str:
+    """Text from a document, shown between ``<source>`` tags: a tag of the fence inside it
+    is defused, so the text cannot close the fence and go on as instructions."""
+    return _FENCE_TAG.sub(r"‹\1\2›", text)
+
+
+def one_line(text: str) -> str:
+    """Text from a model or the bot, shown after a label (``Reply:``, ``User:``): kept on
+    its line, so it cannot start a line that looks like the prompt's own."""
+    return _LINE_BREAKS.sub(" ", text)
+
+
 @functools.cache
 def _environment() -> jinja2.Environment:
     folder = str(files("pytest_ragdive.prompts"))
-    return jinja2.Environment(
+    environment = jinja2.Environment(
         loader=jinja2.FileSystemLoader(folder),
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
@@ -23,6 +40,8 @@ def _environment() -> jinja2.Environment:
         keep_trailing_newline=False,
         autoescape=False,
     )
+    environment.filters.update(fenced=fenced, line=one_line)
+    return environment
 
 
 def render(template: str, **context: Any) -> str:
