@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 def check_dialogue(
     item: pytest.Item,
+    settings: ItemSettings,
     judges: Judges,
     dialogues: list[Dialogue],
     *,
@@ -42,6 +43,8 @@ def check_dialogue(
         "aggregate_file": aggregate_file,
         "file": str(path),
         "judges": {k: v.name for k, v in judges.models.items()},
+        "turns_per_dialogue": settings.turns,
+        "role": settings.role,
         "status": "error",
     }
     if keep_dialogue:  # for the report, also from xdist workers

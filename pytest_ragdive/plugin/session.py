@@ -227,9 +227,9 @@ class RagdiveSession:
 
         entry = self._dialogues.get(item.nodeid)
         if entry is not None:
-            _, judges, dialogues = entry
+            settings, judges, dialogues = entry
             check_dialogue(
-                item, judges, dialogues, results=self.results,
+                item, settings, judges, dialogues, results=self.results,
                 aggregate_file=self.aggregate_files.get(function_key(item)),
                 keep_dialogue=bool(self.options.get("report") or self.options.get("json")),
             )
@@ -313,9 +313,16 @@ class RagdiveSession:
         from .run_record import RunRecord
 
         first = self.options.get("seed")
+        from .. import __version__
+
+        def values(key: str) -> str:
+            return ", ".join(sorted({str(r[key]) for r in self.results.values()}))
+
         judges = next((r["judges"] for r in self.results.values()), {})
         settings = {
             **{role: str(model) for role, model in judges.items()},
+            "turns": values("turns_per_dialogue"), "role": values("role"),
+            "plugin": __version__,
             "seeds": f"{first}" if not self.update else f"{first} and on (update)",
             "record mode": self.options.get("record_mode"),
         }
