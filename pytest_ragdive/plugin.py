@@ -50,6 +50,8 @@ INI = [
     ("ragdive_cache_dir", "string", ".ragdive/cache", "response cache folder, relative to rootdir"),
     ("ragdive_concurrency", "string", "8", "model calls in flight per process"),
     ("ragdive_call_timeout", "string", "120", "seconds per model call"),
+    ("ragdive_structured_output", "string", "auto",
+     "how models are asked for JSON: auto (detect), json_schema, json_object, tools or text"),
     ("ragdive_adapter_timeout", "string", "120", "seconds per answer of the RAG adapter"),
     ("ragdive_dialogue_timeout", "string", "1800", "seconds per dialogue, all turns and scoring"),
 ]

@@ -53,11 +53,21 @@ def _number(config: pytest.Config, ini: str, kind: type[int | float]) -> float:
         raise pytest.UsageError(f"ini {ini} = {value!r} is not a {kind.__name__}") from None
 
 
+def _structured_output(config: pytest.Config) -> str:
+    from .structured import check_mode
+
+    try:
+        return check_mode(config.getini("ragdive_structured_output"), "ini")
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
 class RagdiveSession:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.update: bool = config.getoption("ragdive_update")
         self.margin = _float(config, "ragdive_band_margin")
+        self.structured_output = _structured_output(config)
         self._runner: Runner | None = None
         self._client: LLMClient | None = None
         self._dialogues: dict[str, tuple[Settings, Judges, list[Dialogue]]] = {}
@@ -140,6 +150,7 @@ class RagdiveSession:
                 cache,
                 concurrency=option("ragdive_concurrency") or _int(self.config, "ragdive_concurrency"),
                 timeout=_float(self.config, "ragdive_call_timeout"),
+                structured_output=self.structured_output,
             )
         return self._client
 
