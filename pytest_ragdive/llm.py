@@ -390,21 +390,40 @@ class LLMClient:
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         """The reply to ``request`` in the form ``model``'s server takes, and the request as
         sent. A form the server rejects (output format, logprobs) is replaced once per
-        model and client, when the setting allows it."""
+        model and client, when the setting allows it: until a form is known to work, one
+        request at a time tries it and the others wait for the outcome."""
         served = self.served(model)
         for _ in range(len(MODES) + 2):
-            sent = _shape(request, served)
-            sent = self._recorded_form(request, sent, served) or sent
+            probe = await self._probe(request, served)
             try:
+                sent = _shape(request, served)
+                sent = self._recorded_form(request, sent, served) or sent
                 reply = await self._cached(sent, model)
             except RequestRejected as exc:
                 if not _adapt(exc, sent, served, model):
                     raise
                 continue
+            finally:
+                if probe is not None:
+                    probe.release()
+            served.works.add(_form(request, served))
             if served.rejected and not served.announced and _wants_structure(request):
                 _announce(served, model)
             return reply, sent
         raise ModelError(f"{describe(request)}: the server rejected every form of this request")
+
+    async def _probe(self, request: dict[str, Any], served: ServedModel) -> asyncio.Semaphore | None:
+        """The model's probe lock, held, when ``request`` goes in a form not yet known to
+        work on its server; None when it may go at once."""
+        if _form(request, served) in served.works:
+            return None
+        limits = self._limits.setdefault(asyncio.get_running_loop(), {})
+        probe = limits.setdefault(f"probe {id(served)}", asyncio.Semaphore(1))
+        await probe.acquire()
+        if _form(request, served) in served.works:  # another request found out meanwhile
+            probe.release()
+            return None
+        return probe
 
     def _recorded_form(
         self, request: dict[str, Any], sent: dict[str, Any], served: ServedModel
@@ -541,6 +560,16 @@ def _wants_structure(request: Mapping[str, Any]) -> bool:
 
 def _without_logprobs(request: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in request.items() if k not in ("logprobs", "top_logprobs")}
+
+
+def _form(request: dict[str, Any], served: ServedModel) -> str | None:
+    """The form whose acceptance ``request`` depends on: its structured-output mode under
+    ``auto``, or logprobs; None when it depends on nothing that may be rejected."""
+    if _wants_structure(request):
+        if served.setting != "auto":
+            return None
+        return served.mode() or request_mode(request)
+    return "logprobs" if request.get("logprobs") and served.logprobs else None
 
 
 def _shape(request: dict[str, Any], served: ServedModel) -> dict[str, Any]:

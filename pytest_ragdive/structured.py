@@ -132,6 +132,7 @@ class ServedModel:
     rejected: set[str] = field(default_factory=set)
     logprobs: bool = True
     announced: bool = False  # the mode taken after rejections was logged
+    works: set[str | None] = field(default_factory=lambda: {None})  # forms that got replies
 
     def mode(self) -> str | None:
         """The mode to send structured requests in (None: as built)."""

@@ -89,6 +89,7 @@ def test_each_mode_shapes_our_request_and_instructors_alike() -> None:
 
 @pytest.mark.parametrize(("rejects", "status", "taken"), [
     (("json_schema",), 500, "json_object"),  # llama-cpp-python's server, as in the issue
+    (("json_object",), 400, "json_schema"),  # LM Studio: ragas' JSON-mode calls move over
     (("json_schema", "json_object"), 400, "tools"),
     (("json_schema", "json_object", "tools"), 422, "text"),
 ])
