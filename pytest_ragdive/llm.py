@@ -516,7 +516,9 @@ class LLMClient:
         """The error for a request the server refused, with its message and the fix."""
         text = str(exc)
         about = None
-        if request_mode(request) and _FORMAT_WORDS.search(text):
+        if isinstance(exc, (litellm.ContextWindowExceededError, litellm.NotFoundError)):
+            pass  # no other form of the request can help
+        elif request_mode(request) and _FORMAT_WORDS.search(text):
             about = "structured"
         elif request.get("logprobs") and "logprob" in text.lower():
             about = "logprobs"

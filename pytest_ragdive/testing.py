@@ -193,7 +193,9 @@ def _refusal(model: str, kwargs: Mapping[str, Any]) -> Exception | None:
         return None
     field = {"json_schema": "response_format.type", "json_object": "response_format.type",
              "tools": "tools", "logprobs": "logprobs"}[form]
-    if status == 500:  # llama-cpp-python's server: FastAPI's validation error, as a 500
+    if status == 500 and form == "logprobs":  # llama-cpp-python's server, --logits_all false
+        message = "logprobs is not supported for models created with logits_all=False"
+    elif status == 500:  # llama-cpp-python's server: FastAPI's validation error, as a 500
         message = (f"1 validation error:\n  {{'type': 'value_error', 'loc': ('body', "
                    f"{', '.join(repr(p) for p in field.split('.'))}), 'msg': 'Input should "
                    f"not be {form!r}'}}\n\n  File \"app.py\", line 1, in create_chat_completion")

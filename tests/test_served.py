@@ -113,13 +113,14 @@ def test_a_rejected_format_falls_back_once_for_every_call_of_the_model(
     assert f"ragdive_structured_output = {taken}" in line
 
 
+@pytest.mark.parametrize("status", [400, 500])  # 500: llama-cpp-python's --logits_all false
 def test_rejected_logprobs_fall_back_to_the_first_word(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, status: int
 ) -> None:
     def p_yes(messages: list[dict[str, Any]]) -> float:
         return 0.2 if "reference answer" in messages[-1]["content"] else 0.9
 
-    model = scripted({"YesNo": p_yes}, rejects=("logprobs",))
+    model = scripted({"YesNo": p_yes}, rejects=("logprobs",), reject_status=status)
     result = dialogue(model, tmp_path, metrics=["correctness"])
     assert result.errors == {}
     judgement = result.turns[0].judgements["correctness"]
