@@ -412,7 +412,9 @@ class LLMClient:
             return reply, sent
         raise ModelError(f"{describe(request)}: the server rejected every form of this request")
 
-    async def _probe(self, request: dict[str, Any], served: ServedModel) -> asyncio.Semaphore | None:
+    async def _probe(
+        self, request: dict[str, Any], served: ServedModel
+    ) -> asyncio.Semaphore | None:
         """The model's probe lock, held, when ``request`` goes in a form not yet known to
         work on its server; None when it may go at once."""
         if _form(request, served) in served.works:
@@ -495,7 +497,7 @@ class LLMClient:
                 ) from None
             except Exception as exc:
                 if _is_rejection(exc, litellm):
-                    raise self._rejected(exc, request, model, litellm) from None
+                    raise _rejected(exc, request, model, litellm) from None
                 if not isinstance(exc, transient) and _status(exc) not in _RETRIED_4XX:
                     if isinstance(exc, litellm.APIError):
                         raise ModelError(
@@ -509,51 +511,6 @@ class LLMClient:
                     ) from None
                 await asyncio.sleep(_backoff(exc, attempt))
         return _reply(response, litellm)
-
-    def _rejected(
-        self, exc: Exception, request: dict[str, Any], model: Model, litellm: Any
-    ) -> RequestRejected:
-        """The error for a request the server refused, with its message and the fix."""
-        text = str(exc)
-        about = None
-        if isinstance(exc, (litellm.ContextWindowExceededError, litellm.NotFoundError)):
-            pass  # no other form of the request can help
-        elif request_mode(request) and _FORMAT_WORDS.search(text):
-            about = "structured"
-        elif request.get("logprobs") and "logprob" in text.lower():
-            about = "logprobs"
-        status = getattr(exc, "status_code", None)
-        return RequestRejected(
-            f"{describe(request)}: the server rejected the request as invalid (HTTP {status}; "
-            f"not retried): {_server_message(exc, _secrets(model))}\n"
-            f"  Fix: {self._fix(exc, about, request, model, litellm)}",
-            about,
-        )
-
-    def _fix(
-        self, exc: Exception, about: str | None, request: dict[str, Any], model: Model,
-        litellm: Any,
-    ) -> str:
-        """What to change so that the server accepts the request."""
-        if isinstance(exc, litellm.ContextWindowExceededError):
-            return ("the prompt does not fit the model's context window: serve the model with a "
-                    "larger context (llama.cpp: --n_ctx or -c), or use fewer turns "
-                    "(--ragdive-turns) and shorter documents.")
-        if isinstance(exc, litellm.NotFoundError):
-            return (f"the server serves no model {model.name.split('/', 1)[-1]!r}: name one it "
-                    f"lists at <api_base>/models, after the litellm provider prefix "
-                    f"(for example 'openai/<name>' with api_base).")
-        if about == "structured":
-            return (f"the server does not take structured output as {request_mode(request)}: "
-                    f"set another with Model(..., structured_output=...) or the ini option "
-                    f"ragdive_structured_output ({', '.join(MODES)}; auto tries them in turn); "
-                    f"see docs/served-judges.md.")
-        if isinstance(exc, getattr(litellm, "UnsupportedParamsError", ())):
-            return ("add drop_params=True to the Model's params so that litellm leaves out what "
-                    "this provider does not support.")
-        return ("the server's message says what it refused: check the model name, api_base and "
-                "the Model's params; for an output-format problem set structured_output "
-                "(Model) or ragdive_structured_output (ini); see docs/served-judges.md.")
 
 
 def _wants_structure(request: Mapping[str, Any]) -> bool:
@@ -630,6 +587,51 @@ def _reply(response: Any, litellm: Any) -> dict[str, Any]:
 
 
 # ----------------------------------------------------------------------------- errors
+
+
+def _rejected(exc: Exception, request: dict[str, Any], model: Model, litellm: Any
+              ) -> RequestRejected:
+    """The error for a request the server refused, with its message and the fix."""
+    text = str(exc)
+    about = None
+    if isinstance(exc, (litellm.ContextWindowExceededError, litellm.NotFoundError)):
+        pass  # no other form of the request can help
+    elif request_mode(request) and _FORMAT_WORDS.search(text):
+        about = "structured"
+    elif request.get("logprobs") and "logprob" in text.lower():
+        about = "logprobs"
+    status = _status(exc)
+    return RequestRejected(
+        f"{describe(request)}: the server rejected the request as invalid (HTTP {status}; "
+        f"not retried): {_server_message(exc, _secrets(model))}\n"
+        f"  Fix: {_fix(exc, about, request, model, litellm)}",
+        about,
+    )
+
+
+def _fix(exc: Exception, about: str | None, request: dict[str, Any], model: Model,
+         litellm: Any) -> str:
+    """What to change so that the server accepts the request."""
+    if isinstance(exc, litellm.ContextWindowExceededError):
+        return ("the prompt does not fit the model's context window: serve the model with a "
+                "larger context (llama.cpp: --n_ctx or -c), or use fewer turns "
+                "(--ragdive-turns) and shorter documents.")
+    if isinstance(exc, litellm.NotFoundError):
+        return (f"the server serves no model {model.name.split('/', 1)[-1]!r}: name one it "
+                f"lists at <api_base>/models, after the litellm provider prefix "
+                f"(for example 'openai/<name>' with api_base).")
+    if about == "structured":
+        return (f"the server does not take structured output as {request_mode(request)}: "
+                f"set another with Model(..., structured_output=...) or the ini option "
+                f"ragdive_structured_output ({', '.join(MODES)}; auto tries them in turn); "
+                f"see docs/served-judges.md.")
+    if isinstance(exc, getattr(litellm, "UnsupportedParamsError", ())):
+        return ("add drop_params=True to the Model's params so that litellm leaves out what "
+                "this provider does not support.")
+    return ("the server's message says what it refused: check the model name, api_base and "
+            "the Model's params; for an output-format problem set structured_output "
+            "(Model) or ragdive_structured_output (ini); see docs/served-judges.md.")
+
 
 #: 4xx answers that a later attempt may get past: timeout, conflict, rate limit
 _RETRIED_4XX = frozenset({408, 409, 429})
