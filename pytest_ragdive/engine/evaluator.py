@@ -194,14 +194,13 @@ class _RagasMetrics:
 
         freeze_imports("ragas")
 
-        async def acompletion(**kwargs: Any) -> Any:
-            return await client.acompletion(**{**model.params, **kwargs})
-
+        # instructor builds JSON-mode requests (the schema in the system message); the
+        # client sends them in the structured-output mode of the model (structured.py)
         llm = llm_factory(
             model.name,
             provider="litellm",
             adapter="litellm",
-            client=instructor.from_litellm(acompletion, mode=instructor.Mode.JSON),
+            client=instructor.from_litellm(client.stand_in(model), mode=instructor.Mode.JSON),
             temperature=0.0,
             seed=0,
         )

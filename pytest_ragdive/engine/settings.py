@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..llm.structured import STRUCTURED_OUTPUTS
 from .metrics import METRICS, MULTI_TURN_METRICS
 
 #: The roles shipped as prompt templates (``prompts/roles``).
@@ -106,6 +107,10 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
     Setting("report", str, "", "write the HTML report of the session here: every dialogue "
             "turn by turn, every band as a chart", (CLI,), metavar="PATH"),
     Setting("json", str, "", "write the same content as JSON here", (CLI,), metavar="PATH"),
+    Setting("structured_output", str, "auto", "how models are asked for JSON: auto finds what "
+            "each model's server takes (json_schema, then json_object) once per run; or one of "
+            "json_schema, json_object, tools, text for a server that misreports", (INI,),
+            choices=STRUCTURED_OUTPUTS),
     Setting("call_timeout", float, 120.0, "seconds per model call", (INI,), minimum=0),
     Setting("adapter_timeout", float, 120.0, "seconds per answer of the RAG adapter",
             (INI, DIALOGUE), minimum=0),

@@ -12,7 +12,6 @@ import jinja2
 from .models import Turn
 from .settings import BUILTIN_ROLES, check_role
 
-
 _FENCE_TAG = re.compile(r"<(/?)(source)>", re.IGNORECASE)
 _LINE_BREAKS = re.compile(r"\s*[\r\n]+\s*")
 

@@ -117,6 +117,10 @@ class ResponseCache:
             )
         return None
 
+    def contains(self, request: dict[str, Any]) -> bool:
+        """Whether ``request`` has a recorded response (whatever the record mode)."""
+        return self.path(request_key(request)).is_file()
+
     def store(self, request: dict[str, Any], response: dict[str, Any]) -> None:
         key = request_key(request)
         entry = {

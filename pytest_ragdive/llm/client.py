@@ -1,9 +1,10 @@
 """The one model client. Every model call of pytest-ragdive goes through ``LLMClient``.
 
 It adds to ``litellm.acompletion``: the response cache, structured output validated
-against a pydantic schema, a bounded number of calls in flight, a per-call timeout,
-retries of transient provider errors, and a usage ledger per dialogue.
-litellm is imported on the first call that is not a cache hit.
+against a pydantic schema in the form the model's server accepts (``structured.py``), a
+bounded number of calls in flight, a per-call timeout, retries of transient provider
+errors (a request the server rejects as invalid fails at once, saying how to fix it), and
+a usage ledger per dialogue. litellm is imported on the first call that is not a cache hit.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import logging
 import math
 import os
 import random
@@ -18,7 +20,7 @@ import re
 import sys
 import warnings
 import weakref
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -26,9 +28,11 @@ from pydantic import BaseModel, ValidationError
 
 from . import providers
 from .cache import KEY_FIELDS, ResponseCache, describe
+from .structured import MODES, ServedModel, check_mode, request_mode, reshape
 from .usage import record
 
 T = TypeVar("T", bound=BaseModel)
+log = logging.getLogger("pytest_ragdive")
 
 
 class ModelError(RuntimeError):
@@ -39,18 +43,51 @@ class ReplyError(ModelError):
     """A model kept answering with something that does not fit the expected schema."""
 
 
+class RequestRejected(ModelError):
+    """The server rejected a request as invalid: retrying the same request cannot help.
+
+    ``about`` is what the server's message names, when it is something the client can
+    send differently: ``"structured"`` (the output format) or ``"logprobs"``.
+    """
+
+    def __init__(self, message: str, about: str | None = None) -> None:
+        super().__init__(message)
+        self.about = about
+
+
 @dataclass(frozen=True)
 class Model:
     """A litellm model name plus keyword arguments for litellm (api_base, api_key, ...).
 
     The keyword arguments reach litellm but never the cache key, the cache or a report.
+    ``structured_output`` fixes how structured output is asked for (``json_schema``,
+    ``json_object``, ``tools`` or ``text``; see ``structured.py``); None takes the
+    client's setting (ini ``ragdive_structured_output``, default ``auto``). It may also be
+    given among ``params``.
     """
 
     name: str
     params: Mapping[str, Any] = field(default_factory=dict)
+    structured_output: str | None = None
+
+    def __post_init__(self) -> None:
+        if "structured_output" in self.params:
+            params = dict(self.params)
+            setting = params.pop("structured_output")
+            object.__setattr__(self, "params", params)
+            if self.structured_output is None:
+                object.__setattr__(self, "structured_output", setting)
+        if self.structured_output is not None:
+            check_mode(self.structured_output, f"Model({self.name!r})")
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def server(self) -> tuple[str, str]:
+        """What identifies this model's server: its name and base URL."""
+        base = self.params.get("api_base") or self.params.get("base_url") or ""
+        return self.name, str(base)
 
 
 @dataclass(frozen=True)
@@ -153,7 +190,9 @@ class LLMClient:
 
     ``concurrency`` limits calls in flight across all dialogues sharing this client;
     ``timeout`` is per call, in seconds; ``retries`` is how often a transient provider
-    error (rate limit, connection, 5xx) is retried with backoff.
+    error (rate limit, connection, 5xx) is retried with backoff; ``structured_output`` is
+    the structured-output setting of models that do not set their own (``auto``, or a
+    mode of ``structured.MODES``).
     """
 
     def __init__(
@@ -164,6 +203,7 @@ class LLMClient:
         timeout: float = 120.0,
         retries: int = 4,
         reply_retries: int = 2,
+        structured_output: str = "auto",
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
@@ -172,10 +212,18 @@ class LLMClient:
         self.timeout = timeout
         self.retries = retries
         self.reply_retries = reply_retries
+        self.structured_output = check_mode(structured_output, "LLMClient")
+        self._served: dict[tuple[str, str, str], ServedModel] = {}
         # asyncio primitives belong to one event loop; run_dialogue may use several
         self._limits: weakref.WeakKeyDictionary[
             asyncio.AbstractEventLoop, dict[str, asyncio.Semaphore]
         ] = weakref.WeakKeyDictionary()
+
+    def served(self, model: str | Model) -> ServedModel:
+        """What this client has found out so far about how ``model``'s server takes requests."""
+        model = as_model(model)
+        setting = model.structured_output or self.structured_output
+        return self._served.setdefault((*model.server, setting), ServedModel(setting))
 
     @contextlib.asynccontextmanager
     async def _slot(self, model: Model) -> Any:
@@ -212,7 +260,7 @@ class LLMClient:
             "response_format": response_format,
             "max_tokens": max_tokens,
         }
-        reply = await self._cached(request, as_model(model))
+        reply, _ = await self._send(request, as_model(model))
         return str(reply["content"])
 
     async def structured(
@@ -256,14 +304,14 @@ class LLMClient:
         """P(yes) of a yes/no question, read from the first answer token's likeliest
         alternatives: ``P(yes) / (P(yes) + P(no))``, any case and spacing of the words.
 
-        A provider that returns no logprobs is read from its text instead: 1.0 for a
-        reply starting with yes, 0.0 for no (a step instead of a probability).
+        A provider that returns no logprobs (or rejects them) is read from its text
+        instead: 1.0 for a reply starting with yes, 0.0 for no (a step, not a probability).
         """
         request = {
             "model": as_model(model).name, "messages": messages, "temperature": 0.0,
             "seed": 0, "max_tokens": 1, "logprobs": True, "top_logprobs": 20,
         }
-        reply = await self._cached(request, as_model(model))
+        reply, _ = await self._send(request, as_model(model))
         mass = {"yes": 0.0, "no": 0.0}
         for token, logprob in reply.get("top_logprobs") or []:
             word = str(token).strip().lower()
@@ -280,21 +328,107 @@ class LLMClient:
 
     async def acompletion(self, **kwargs: Any) -> Any:
         """A cached stand-in for ``litellm.acompletion``, for libraries such as ragas
-        (through instructor) that expect litellm's response object."""
-        litellm = import_litellm()
+        (through instructor) that expect litellm's response object. Arguments that do
+        not change the answer (api_base, api_key, ...) reach litellm only."""
         kwargs.pop("stream", None)
         request = {k: kwargs.pop(k) for k in list(kwargs) if k in KEY_FIELDS}
-        reply = await self._cached(request, Model(request["model"], kwargs))
+        return await self._acompletion(Model(request["model"], kwargs), request)
+
+    def stand_in(self, model: Model) -> Callable[..., Awaitable[Any]]:
+        """:meth:`acompletion` for ``model``: its params and structured-output setting
+        apply to every call (ragas' instructor client uses it)."""
+
+        async def acompletion(**kwargs: Any) -> Any:
+            kwargs.pop("stream", None)
+            request = {k: kwargs.pop(k) for k in list(kwargs) if k in KEY_FIELDS}
+            params = {**model.params, **kwargs}
+            return await self._acompletion(
+                Model(request["model"], params, model.structured_output), request
+            )
+
+        return acompletion
+
+    async def _acompletion(self, model: Model, request: dict[str, Any]) -> Any:
+        litellm = import_litellm()
+        reply, sent = await self._send(request, model)
+        content = str(reply["content"])
+        if request_mode(request) and request_mode(sent) is None:  # sent as text
+            fenced = _FENCE.match(content.strip())
+            content = fenced.group(1) if fenced else content
         return litellm.ModelResponse(
             model=request["model"],
             choices=[{"index": 0, "finish_reason": "stop",
-                      "message": {"role": "assistant", "content": reply["content"]}}],
+                      "message": {"role": "assistant", "content": content}}],
             usage={
                 "prompt_tokens": reply["prompt_tokens"],
                 "completion_tokens": reply["completion_tokens"],
                 "total_tokens": reply["prompt_tokens"] + reply["completion_tokens"],
             },
         )
+
+    async def _send(
+        self, request: dict[str, Any], model: Model
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The reply to ``request`` in the form ``model``'s server takes, and the request as
+        sent. A form the server rejects (output format, logprobs) is replaced once per
+        model and client, when the setting allows it: until a form is known to work, one
+        request at a time tries it and the others wait for the outcome."""
+        served = self.served(model)
+        for _ in range(len(MODES) + 2):
+            probe = await self._probe(request, served)
+            try:
+                sent = _shape(request, served)
+                sent = self._recorded_form(request, sent, served) or sent
+                reply = await self._cached(sent, model)
+            except RequestRejected as exc:
+                if not _adapt(exc, sent, served, model):
+                    raise
+                continue
+            finally:
+                if probe is not None:
+                    probe.release()
+            served.works.add(_form(request, served))
+            if served.rejected and not served.announced and _wants_structure(request):
+                _announce(served, model)
+            return reply, sent
+        raise ModelError(f"{describe(request)}: the server rejected every form of this request")
+
+    async def _probe(
+        self, request: dict[str, Any], served: ServedModel
+    ) -> asyncio.Semaphore | None:
+        """The model's probe lock, held, when ``request`` goes in a form not yet known to
+        work on its server; None when it may go at once."""
+        if _form(request, served) in served.works:
+            return None
+        limits = self._limits.setdefault(asyncio.get_running_loop(), {})
+        probe = limits.setdefault(f"probe {id(served)}", asyncio.Semaphore(1))
+        await probe.acquire()
+        if _form(request, served) in served.works:  # another request found out meanwhile
+            probe.release()
+            return None
+        return probe
+
+    def _recorded_form(
+        self, request: dict[str, Any], sent: dict[str, Any], served: ServedModel
+    ) -> dict[str, Any] | None:
+        """Another form of ``request`` that the cache holds while ``sent`` is not recorded:
+        a recording made after a fallback replays without asking the server again."""
+        structured = served.mode() is None and _wants_structure(request)
+        logprobs = served.logprobs and bool(sent.get("logprobs"))
+        if self.cache.mode == "all" or not (structured or logprobs) or self.cache.contains(sent):
+            return None
+        if structured:
+            for mode in MODES:
+                other = reshape(request, mode)
+                if self.cache.contains(other):
+                    served.chosen = mode
+                    return _shape(request, served)
+        if logprobs:
+            other = _without_logprobs(sent)
+            if self.cache.contains(other):
+                served.logprobs = False
+                return other
+        return None
 
     async def _cached(self, request: dict[str, Any], model: Model) -> dict[str, Any]:
         request = {k: v for k, v in request.items() if v is not None}
@@ -324,6 +458,7 @@ class LLMClient:
             litellm.Timeout,
             asyncio.TimeoutError,
         )
+        secrets = _secrets(model)
         for attempt in range(self.retries + 1):
             try:
                 response = await asyncio.wait_for(
@@ -338,40 +473,219 @@ class LLMClient:
                     f"OPENAI_API_KEY or GEMINI_API_KEY), or choose another model with "
                     f"--ragdive-model."
                 ) from None
-            except transient as exc:
+            except Exception as exc:
+                if _is_rejection(exc, litellm):
+                    raise _rejected(exc, request, model, litellm) from None
+                if not isinstance(exc, transient) and _status(exc) not in _RETRIED_4XX:
+                    if isinstance(exc, litellm.APIError):
+                        raise ModelError(
+                            f"{describe(request)}: {_server_message(exc, secrets)}"
+                        ) from None
+                    raise
                 if attempt == self.retries:
                     raise ModelError(
                         f"{describe(request)}: gave up after {attempt + 1} attempts: "
-                        f"{_first_line(exc)}"
+                        f"{_server_message(exc, secrets)}"
                     ) from None
                 await asyncio.sleep(_backoff(exc, attempt))
-            except litellm.APIError as exc:
-                raise ModelError(f"{describe(request)}: {_first_line(exc)}") from None
-        usage = getattr(response, "usage", None)
-        try:
-            cost = float(litellm.completion_cost(completion_response=response) or 0.0)
-        except Exception:  # litellm does not know every model's price
-            cost = 0.0
-        logprobs = getattr(response.choices[0], "logprobs", None)
-        first = (getattr(logprobs, "content", None) or [None])[0]
-        top = [[t.token, t.logprob] for t in getattr(first, "top_logprobs", None) or []]
-        return {
-            **({"top_logprobs": top} if top else {}),
-            "content": response.choices[0].message.content or "",
-            "prompt_tokens": int(getattr(usage, "prompt_tokens", 0) or 0),
-            "completion_tokens": int(getattr(usage, "completion_tokens", 0) or 0),
-            "cost": cost,
-        }
+        return _reply(response, litellm)
 
 
-_SECRET = re.compile(r"(sk-|key[=:]\s*)[A-Za-z0-9_\-]{8,}", re.IGNORECASE)
+def _wants_structure(request: Mapping[str, Any]) -> bool:
+    return (request.get("response_format") or {}).get("type") in ("json_schema", "json_object")
 
 
-def _first_line(exc: BaseException) -> str:
-    """The exception's kind and first line, with anything that looks like a key masked."""
-    lines = str(exc).strip().splitlines()
-    first = _SECRET.sub(r"\1***", lines[0] if lines else "")
-    return f"{type(exc).__name__}: {first[:300]}"
+def _without_logprobs(request: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in request.items() if k not in ("logprobs", "top_logprobs")}
+
+
+def _form(request: dict[str, Any], served: ServedModel) -> str | None:
+    """The form whose acceptance ``request`` depends on: its structured-output mode under
+    ``auto``, or logprobs; None when it depends on nothing that may be rejected."""
+    if _wants_structure(request):
+        if served.setting != "auto":
+            return None
+        return served.mode() or request_mode(request)
+    return "logprobs" if request.get("logprobs") and served.logprobs else None
+
+
+def _shape(request: dict[str, Any], served: ServedModel) -> dict[str, Any]:
+    """``request`` in the form ``served`` says its server takes."""
+    mode = served.mode() if _wants_structure(request) else None
+    sent = reshape(request, mode) if mode else request
+    return _without_logprobs(sent) if sent.get("logprobs") and not served.logprobs else sent
+
+
+def _adapt(exc: RequestRejected, sent: dict[str, Any], served: ServedModel, model: Model) -> bool:
+    """Whether a rejected request can be sent in another form; notes the form to use."""
+    if exc.about == "logprobs" and sent.get("logprobs") and served.logprobs:
+        served.logprobs = False
+        log.warning("pytest-ragdive: %s rejects logprobs; its yes/no verdicts are read from the "
+                    "reply's first word from now on", model.name)
+        return True
+    mode = request_mode(sent)
+    if exc.about != "structured" or mode is None:
+        return False
+    return served.next_mode(mode) is not None
+
+
+def _announce(served: ServedModel, model: Model) -> None:
+    """One log line, once the server took a mode after rejecting others."""
+    served.announced = True
+    rejected = ", ".join(m for m in MODES if m in served.rejected)
+    log.warning("pytest-ragdive: %s rejected structured output as %s and took %s, used for its "
+                "calls from now on (structured_output=%r on the Model, or ini "
+                "ragdive_structured_output = %s, skips this check)",
+                model.name, rejected, served.chosen, served.chosen, served.chosen)
+
+
+def _reply(response: Any, litellm: Any) -> dict[str, Any]:
+    """What the cache keeps of a response: text (a forced tool call's arguments), the first
+    token's likeliest alternatives, token counts and cost."""
+    usage = getattr(response, "usage", None)
+    try:
+        cost = float(litellm.completion_cost(completion_response=response) or 0.0)
+    except Exception:  # litellm does not know every model's price
+        cost = 0.0
+    choice = response.choices[0]
+    logprobs = getattr(choice, "logprobs", None)
+    first = (getattr(logprobs, "content", None) or [None])[0]
+    top = [[t.token, t.logprob] for t in getattr(first, "top_logprobs", None) or []]
+    content = choice.message.content
+    calls = getattr(choice.message, "tool_calls", None) or []
+    if not content and calls:
+        content = calls[0].function.arguments
+    return {
+        **({"top_logprobs": top} if top else {}),
+        "content": content or "",
+        "prompt_tokens": int(getattr(usage, "prompt_tokens", 0) or 0),
+        "completion_tokens": int(getattr(usage, "completion_tokens", 0) or 0),
+        "cost": cost,
+    }
+
+
+# ----------------------------------------------------------------------------- errors
+
+
+def _rejected(exc: Exception, request: dict[str, Any], model: Model, litellm: Any
+              ) -> RequestRejected:
+    """The error for a request the server refused, with its message and the fix."""
+    text = str(exc)
+    about = None
+    if isinstance(exc, (litellm.ContextWindowExceededError, litellm.NotFoundError)):
+        pass  # no other form of the request can help
+    elif request_mode(request) and _FORMAT_WORDS.search(text):
+        about = "structured"
+    elif request.get("logprobs") and "logprob" in text.lower():
+        about = "logprobs"
+    status = _status(exc)
+    return RequestRejected(
+        f"{describe(request)}: the server rejected the request as invalid (HTTP {status}; "
+        f"not retried): {_server_message(exc, _secrets(model))}\n"
+        f"  Fix: {_fix(exc, about, request, model, litellm)}",
+        about,
+    )
+
+
+def _fix(exc: Exception, about: str | None, request: dict[str, Any], model: Model,
+         litellm: Any) -> str:
+    """What to change so that the server accepts the request."""
+    if isinstance(exc, litellm.ContextWindowExceededError):
+        return ("the prompt does not fit the model's context window: serve the model with a "
+                "larger context (llama.cpp: --n_ctx or -c), or use fewer turns "
+                "(--ragdive-turns) and shorter documents.")
+    if isinstance(exc, litellm.NotFoundError):
+        return (f"the server serves no model {model.name.split('/', 1)[-1]!r}: name one it "
+                f"lists at <api_base>/models, after the litellm provider prefix "
+                f"(for example 'openai/<name>' with api_base).")
+    if about == "structured":
+        return (f"the server does not take structured output as {request_mode(request)}: "
+                f"set another with Model(..., structured_output=...) or the ini option "
+                f"ragdive_structured_output ({', '.join(MODES)}; auto tries them in turn); "
+                f"see docs/served-judges.md.")
+    if isinstance(exc, getattr(litellm, "UnsupportedParamsError", ())):
+        return ("add drop_params=True to the Model's params so that litellm leaves out what "
+                "this provider does not support.")
+    return ("the server's message says what it refused: check the model name, api_base and "
+            "the Model's params; for an output-format problem set structured_output "
+            "(Model) or ragdive_structured_output (ini); see docs/served-judges.md.")
+
+
+#: 4xx answers that a later attempt may get past: timeout, conflict, rate limit
+_RETRIED_4XX = frozenset({408, 409, 429})
+#: what a server that answers an invalid request with a 5xx says (llama-cpp-python's server
+#: answers 500 to a request that fails its schema)
+_INVALID_REQUEST = re.compile(r"\b\d+ validation errors?\b|\b(?:is|are) not supported\b",
+                              re.IGNORECASE)
+_FORMAT_WORDS = re.compile(
+    r"response_format|json_schema|json_object|response.schema|\btools?\b|tool_choice|"
+    r"structured|grammar", re.IGNORECASE)
+
+
+def _status(exc: BaseException) -> int | None:
+    status = getattr(exc, "status_code", None)
+    return status if isinstance(status, int) else None
+
+
+def _is_rejection(exc: Exception, litellm: Any) -> bool:
+    """Whether ``exc`` says the request itself is invalid, so that repeating it cannot help."""
+    if isinstance(exc, (litellm.BadRequestError, litellm.NotFoundError,
+                        litellm.UnprocessableEntityError)):
+        return True
+    status = _status(exc)
+    if status is not None and 400 <= status < 500:
+        return status not in _RETRIED_4XX
+    if isinstance(exc, litellm.InternalServerError) or type(exc) is litellm.APIError:
+        return bool(_INVALID_REQUEST.search(str(exc)))
+    return False
+
+
+_SECRET = re.compile(
+    r"(?P<label>\bsk-|(?<![A-Za-z])(?:key|token|secret|password)[\"']?\s*[=:]\s*[\"']?|"
+    r"\bBearer\s+)[A-Za-z0-9_\-.~+/]{6,}"
+    r"|\bAIza[0-9A-Za-z_\-]{20,}|\bAKIA[0-9A-Z]{16}\b|\bgh[pousr]_[A-Za-z0-9]{20,}"
+    r"|\bhf_[A-Za-z0-9]{20,}|\bxox[abprs]-[A-Za-z0-9\-]{10,}",
+    re.IGNORECASE,
+)
+_SECRET_NAME = re.compile(r"key|token|secret|password|credential", re.IGNORECASE)
+
+
+def _secrets(model: Model) -> list[str]:
+    """Values that must not appear in a message: the Model's credential params and the
+    environment's ``*_KEY`` / ``*_TOKEN`` / ``*_SECRET`` variables, longest first."""
+    values = [str(v) for k, v in model.params.items()
+              if _SECRET_NAME.search(str(k)) and isinstance(v, str) and len(v) >= 4]
+    values += [v for k, v in os.environ.items()
+               if re.search(r"(KEY|TOKEN|SECRET|PASSWORD)$", k) and len(v) >= 8]
+    return sorted(set(values), key=len, reverse=True)
+
+
+def mask(text: str, secrets: list[str] | tuple[str, ...] = ()) -> str:
+    """``text`` with the given secret values and anything that looks like a key hidden."""
+    for value in secrets:
+        text = text.replace(value, "***")
+    return _SECRET.sub(lambda m: f"{m.group('label') or ''}***", text)
+
+
+_LITELLM_PREFIX = re.compile(
+    r"^(?:litellm\.\w+:\s*)+(?:\w+(?:Error|Exception):\s*)?(?:\w+Exception\s*-\s*)?")
+
+
+def _server_message(exc: BaseException, secrets: list[str] | tuple[str, ...] = (),
+                    lines: int = 4) -> str:
+    """The exception's kind and the first lines of the server's message (a traceback it
+    appended is left out), with secrets masked."""
+    text = _LITELLM_PREFIX.sub("", str(exc).strip())
+    kept: list[str] = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith(("File \"", "Traceback")):
+            break
+        if line:
+            kept.append(line[:300])
+        if len(kept) == lines:
+            break
+    return mask(f"{type(exc).__name__}: " + "\n    ".join(kept), secrets)
 
 
 def _backoff(exc: BaseException, attempt: int) -> float:

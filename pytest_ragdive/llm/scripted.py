@@ -10,22 +10,38 @@ questions whose answer is read from token probabilities. A responder gets the re
 messages and returns a dict, a pydantic object or a raw string (to script a malformed
 reply); a ``YesNo`` responder may return P(yes) as a float. Every call goes through litellm like a real provider's, so tests exercise the
 real client, cache and ragas paths with no network.
+
+A script can also play a server's limits: ``rejects`` names request forms the fake
+server refuses (structured-output modes ``json_schema``, ``json_object``, ``tools``, and
+``logprobs``), answering as a real server does (HTTP 400, 422, or 500 with a request
+validation error as llama-cpp-python's server sends); a responder may raise
+:func:`http_error` to script any other failure.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 import math
+import os
 import re
+import socket
+import subprocess
+import sys
+import tempfile
 import threading
-from collections.abc import Callable, Mapping
+import time
+import urllib.request
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
 from .client import import_litellm
+from .embedded import runtime, weights
 from .embedded.grammar import schema_from_messages
 
 Responder = Callable[[list[dict[str, Any]]], Any]
@@ -35,6 +51,9 @@ _scripts: dict[str, Mapping[str, Responder]] = {}
 _delays: dict[str, float] = {}
 _calls: dict[str, list[tuple[str, list[dict[str, Any]]]]] = {}
 _in_flight: dict[str, list[int]] = {}  # model -> [calls now, most at once]
+_limits: dict[str, tuple[frozenset[str], int]] = {}  # model -> (refused forms, HTTP status)
+_forms: dict[str, list[tuple[str, ...]]] = {}  # model -> forms of each request it got
+FORMS = ("json_schema", "json_object", "tools", "logprobs")
 _ids = itertools.count(1)
 _lock = threading.Lock()
 
@@ -100,20 +119,89 @@ def scripted(
     *,
     name: str | None = None,
     latency: float = 0.0,
+    rejects: Collection[str] = (),
+    reject_status: int = 400,
 ) -> str:
     """Register a script and return the model name that plays it: ``fake/<name>``.
 
     Give a ``name`` when the model name must be stable across processes or runs (it is
     part of cache keys and of baselines); a new script under the same name replaces
     the old one. ``latency`` makes every asynchronous call take that many seconds,
-    like a remote model would (benchmarks use it).
+    like a remote model would (benchmarks use it). ``rejects`` lists the request forms
+    (of ``FORMS``) the fake server refuses, with HTTP ``reject_status`` (400, 422 or 500).
     """
+    unknown = set(rejects) - set(FORMS)
+    if unknown or reject_status not in (400, 422, 500):
+        raise ValueError(f"rejects takes {', '.join(FORMS)} and reject_status 400, 422 or 500")
     _install()
     name = f"{PROVIDER}/{name or next(_ids)}"
     _scripts[name] = dict(responders or {})
     _delays[name] = latency
     _calls[name] = []
+    _limits[name] = (frozenset(rejects), reject_status)
+    _forms[name] = []
     return name
+
+
+def forms(model: str) -> list[tuple[str, ...]]:
+    """The forms (of ``FORMS``; empty: plain text) of every request the fake model got,
+    refused ones included."""
+    return _forms[model]
+
+
+def http_error(status: int, message: str, model: str = f"{PROVIDER}/model") -> Exception:
+    """The litellm exception a real provider raises for an HTTP ``status`` answer; a
+    responder raises it to script a server's failure. A 400 about the context length
+    becomes ``ContextWindowExceededError``, as litellm maps it."""
+    litellm = import_litellm()
+    import httpx
+
+    response = httpx.Response(status, request=httpx.Request("POST", "http://fake/v1/chat"))
+    common = {"message": message, "model": model, "llm_provider": PROVIDER}
+    if status == 400 and re.search(r"context (length|window)", message, re.IGNORECASE):
+        return litellm.ContextWindowExceededError(**common)
+    kinds: dict[int, Any] = {
+        400: litellm.BadRequestError, 401: litellm.AuthenticationError,
+        404: litellm.NotFoundError, 408: litellm.Timeout, 429: litellm.RateLimitError,
+        500: litellm.InternalServerError, 503: litellm.ServiceUnavailableError,
+    }
+    if status in (403, 422):
+        kind = litellm.PermissionDeniedError if status == 403 else litellm.UnprocessableEntityError
+        return kind(**common, response=response)  # type: ignore[no-any-return]
+    if status in kinds:
+        return kinds[status](**common)  # type: ignore[no-any-return]
+    return litellm.APIError(status_code=status, **common)  # type: ignore[no-any-return]
+
+
+def request_form(kwargs: Mapping[str, Any]) -> list[str]:
+    """The forms of ``FORMS`` a request uses."""
+    params = {**(kwargs.get("optional_params") or {}), **kwargs}
+    kind = (params.get("response_format") or {}).get("type")
+    forms = [kind] if kind in ("json_schema", "json_object") else []
+    if params.get("tools"):
+        forms.append("tools")
+    if params.get("logprobs"):
+        forms.append("logprobs")
+    return forms
+
+
+def _refusal(model: str, kwargs: Mapping[str, Any]) -> Exception | None:
+    """The error the fake server answers a request with that uses a form it refuses."""
+    refused, status = _limits.get(model, (frozenset(), 400))
+    form = next((f for f in request_form(kwargs) if f in refused), None)
+    if form is None:
+        return None
+    field = {"json_schema": "response_format.type", "json_object": "response_format.type",
+             "tools": "tools", "logprobs": "logprobs"}[form]
+    if status == 500 and form == "logprobs":  # llama-cpp-python's server, --logits_all false
+        message = "logprobs is not supported for models created with logits_all=False"
+    elif status == 500:  # llama-cpp-python's server: FastAPI's validation error, as a 500
+        message = (f"1 validation error:\n  {{'type': 'value_error', 'loc': ('body', "
+                   f"{', '.join(repr(p) for p in field.split('.'))}), 'msg': 'Input should "
+                   f"not be {form!r}'}}\n\n  File \"app.py\", line 1, in create_chat_completion")
+    else:
+        message = f"Invalid value for '{field}': {form!r} is not supported by this server."
+    return http_error(status, message, model)
 
 
 def max_in_flight(model: str) -> int:
@@ -127,14 +215,16 @@ def calls(model: str) -> list[tuple[str, list[dict[str, Any]]]]:
 
 
 def schema_name(kwargs: Mapping[str, Any]) -> str:
-    """The name of the JSON schema a request asks for (``YesNo``: a yes/no question)."""
-    if kwargs.get("logprobs") or (kwargs.get("optional_params") or {}).get("logprobs"):
+    """The name of the JSON schema a request asks for (``YesNo``: a yes/no question, with
+    logprobs or in one token)."""
+    params = {**(kwargs.get("optional_params") or {}), **kwargs}
+    if params.get("logprobs") or params.get("max_tokens") == 1:
         return "YesNo"
-    fmt = kwargs.get("response_format") or (kwargs.get("optional_params") or {}).get(
-        "response_format"
-    )
+    fmt = params.get("response_format")
     if isinstance(fmt, dict) and fmt.get("type") == "json_schema":
         return str(fmt["json_schema"]["name"])
+    if params.get("tools"):
+        return str(params["tools"][0]["function"]["name"])
     schema = schema_from_messages(kwargs.get("messages", []))
     if schema is not None:
         return str(schema.get("title", "object"))
@@ -150,6 +240,10 @@ def _reply(model: str, kwargs: Mapping[str, Any]) -> tuple[str, float | None]:
     messages = list(kwargs.get("messages", []))
     with _lock:
         _calls[model].append((schema, messages))
+        _forms[model].append(tuple(request_form(kwargs)))
+    refusal = _refusal(model, kwargs)
+    if refusal is not None:
+        raise refusal
     responder = script.get(schema) or _generic(schema)
     reply = responder(messages)
     if isinstance(reply, float):
@@ -182,9 +276,15 @@ def _install() -> None:
             name = model if model.startswith(f"{PROVIDER}/") else f"{PROVIDER}/{model}"
             text, p_yes = _reply(name, {**kwargs, "messages": messages})
             prompt = sum(len(str(m.get("content", "")).split()) for m in messages)
-            choice: dict[str, Any] = {"index": 0, "finish_reason": "stop",
-                                      "message": {"role": "assistant", "content": text}}
-            if p_yes is not None:
+            params = {**(kwargs.get("optional_params") or {}), **kwargs}
+            message: dict[str, Any] = {"role": "assistant", "content": text}
+            if params.get("tools"):  # a forced tool call carries the reply
+                function = {"name": params["tools"][0]["function"]["name"], "arguments": text}
+                message = {"role": "assistant", "content": None,
+                           "tool_calls": [{"id": "call_1", "type": "function",
+                                           "function": function}]}
+            choice: dict[str, Any] = {"index": 0, "finish_reason": "stop", "message": message}
+            if p_yes is not None and params.get("logprobs"):
                 choice["logprobs"] = _logprobs(p_yes)
             return litellm.ModelResponse(
                 model=name,
@@ -216,3 +316,61 @@ def _install() -> None:
 
     custom_llm_setup()
     _installed = True
+
+
+# ------------------------------------------------------------------ a real served model
+
+
+def free_port() -> int:
+    """A TCP port on the loopback interface that nothing listens on now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextlib.contextmanager
+def embedded_server(args: Sequence[str] = (), *, ready_within: float = 180.0) -> Iterator[str]:
+    """llama-cpp-python's OpenAI-compatible server running the embedded model on a free
+    loopback port while the context lasts; yields its base URL (``http://127.0.0.1:N/v1``)
+    for ``Model("openai/<any name>", {"api_base": url, "api_key": "<any>"})``.
+
+    Needs ``pytest-ragdive[embedded]``, which brings llama-cpp-python's ``server`` extra.
+    ``args`` are more server options (``python -m llama_cpp.server --help``).
+    """
+    port = free_port()
+    command = [sys.executable, "-m", "llama_cpp.server", "--model", str(weights.model_path()),
+               "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(runtime.N_CTX),
+               *args]
+    # OpenMP threads that sleep while they wait (see runtime.import_llama_cpp)
+    env = {**os.environ, "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")}
+    with tempfile.TemporaryDirectory(prefix="ragdive-server-") as folder:
+        log = Path(folder) / "server.log"
+        with open(log, "wb") as out:
+            process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env)
+        url = f"http://127.0.0.1:{port}/v1"
+        try:
+            _wait_until_ready(url, process, log, ready_within)
+            yield url
+        finally:
+            process.terminate()
+            try:
+                process.wait(30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def _wait_until_ready(url: str, process: subprocess.Popen[bytes], log: Path, limit: float) -> None:
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"the model server exited with {process.returncode}: "
+                               f"{log.read_text(errors='replace')[-2000:]}")
+        try:
+            with urllib.request.urlopen(f"{url}/models", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.5)
+    raise RuntimeError(f"the model server did not answer within {limit:g} s: "
+                       f"{log.read_text(errors='replace')[-2000:]}")

@@ -64,6 +64,7 @@ class RagdiveSession:
                 ResponseCache(self.cache_dir(), self.options.get("record_mode")),
                 concurrency=self.options.get("concurrency"),
                 timeout=self.options.get("call_timeout"),
+                structured_output=self.options.get("structured_output"),
             )
         return self._client
 

@@ -4,8 +4,8 @@ and a folder that cannot be written is one line at start-up."""
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 from pathlib import Path
 
 import pytest

@@ -1,0 +1,151 @@
+"""Structured output in the form a model's server accepts.
+
+A structured request asks for JSON that fits a schema. Servers accept that request in
+different forms, so each model gets one *mode*:
+
+============  =====================================================  ======================
+mode          what is sent                                           instructor's like mode
+============  =====================================================  ======================
+json_schema   ``response_format`` of type ``json_schema`` (schema)   ``Mode.JSON_SCHEMA``
+json_object   ``response_format`` ``json_object``, schema in prompt  ``Mode.JSON``
+tools         one forced tool call whose parameters are the schema   ``Mode.TOOLS``
+text          no format at all, schema in prompt; reply parsed       ``Mode.MD_JSON``
+============  =====================================================  ======================
+
+``auto`` (the default) sends each request as its caller built it (this package's calls
+as ``json_schema``, ragas' calls through instructor as ``json_object``) until a server
+rejects a form; then the model moves to the next form, for every call of the run. ragas'
+instructor client always builds JSON-mode requests (schema in the system message), from
+which every other form is derived here, so both kinds of call follow the same mode.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .embedded.grammar import schema_from_messages
+
+#: the fixed modes, in the order ``auto`` tries them
+MODES = ("json_schema", "json_object", "tools", "text")
+STRUCTURED_OUTPUTS = ("auto", *MODES)
+#: the instructor mode whose request each mode resembles (documentation and tests)
+INSTRUCTOR_MODES = {"json_schema": "JSON_SCHEMA", "json_object": "JSON", "tools": "TOOLS",
+                    "text": "MD_JSON"}
+
+
+def check_mode(value: str, where: str) -> str:
+    """``value`` if it names a structured-output setting, else a ValueError saying which do."""
+    if value not in STRUCTURED_OUTPUTS:
+        raise ValueError(
+            f"{where}: structured_output={value!r} is not one of {', '.join(STRUCTURED_OUTPUTS)}"
+        )
+    return value
+
+
+def request_mode(request: Mapping[str, Any]) -> str | None:
+    """The mode a request is in, or None for a request that asks for no structure."""
+    kind = (request.get("response_format") or {}).get("type")
+    if kind in ("json_schema", "json_object"):
+        return str(kind)
+    if request.get("tools") and isinstance(request.get("tool_choice"), Mapping):
+        return "tools"
+    return None
+
+
+def schema_text(schema: Mapping[str, Any]) -> str:
+    """The instruction that carries a schema in the prompt (embedded.py finds it there)."""
+    return (
+        "Reply with only a JSON object that fits this json_schema: "
+        + json.dumps(schema, ensure_ascii=False)
+    )
+
+
+@dataclass(frozen=True)
+class _Wanted:
+    name: str
+    schema: dict[str, Any]
+    in_prompt: bool  # the messages already carry the schema
+
+
+def _wanted(request: Mapping[str, Any]) -> _Wanted | None:
+    fmt = request.get("response_format") or {}
+    if fmt.get("type") == "json_schema":
+        spec = fmt.get("json_schema") or {}
+        return _Wanted(str(spec.get("name") or "Output"), dict(spec.get("schema") or {}), False)
+    if fmt.get("type") == "json_object":
+        schema = schema_from_messages(request.get("messages") or [])
+        if schema is not None:
+            return _Wanted(str(schema.get("title") or "Output"), schema, True)
+    return None
+
+
+def _with_schema(messages: list[dict[str, Any]], schema: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The messages with the schema instruction after the last user message's text, so that
+    prompts keep the prefixes they share."""
+    messages = [dict(m) for m in messages]
+    for message in reversed(messages):
+        if message.get("role") == "user" and isinstance(message.get("content"), str):
+            message["content"] = f"{message['content']}\n\n{schema_text(schema)}"
+            return messages
+    return [*messages, {"role": "user", "content": schema_text(schema)}]
+
+
+def reshape(request: dict[str, Any], mode: str) -> dict[str, Any]:
+    """``request`` (a ``json_schema`` or instructor JSON-mode request) sent in ``mode``.
+
+    A request whose schema cannot be found is returned unchanged, except that ``text``
+    drops its ``response_format``.
+    """
+    wanted = _wanted(request)
+    base = {k: v for k, v in request.items()
+            if k not in ("response_format", "tools", "tool_choice")}
+    if wanted is None:
+        return base if mode == "text" else request
+    messages = list(request.get("messages") or [])
+    if mode == "json_schema":
+        return {**base, "response_format": {
+            "type": "json_schema", "json_schema": {"name": wanted.name, "schema": wanted.schema}}}
+    if mode == "tools":
+        function = {"name": wanted.name, "parameters": wanted.schema}
+        return {**base, "tools": [{"type": "function", "function": function}],
+                "tool_choice": {"type": "function", "function": {"name": wanted.name}}}
+    if not wanted.in_prompt:
+        base["messages"] = _with_schema(messages, wanted.schema)
+    if mode == "json_object":
+        return {**base, "response_format": {"type": "json_object"}}
+    return base
+
+
+@dataclass
+class ServedModel:
+    """What one model's server was found to accept during one run.
+
+    ``setting`` is ``auto`` or a fixed mode. Under ``auto``, ``chosen`` is the mode taken
+    after a rejection (None: requests go as their callers built them).
+    """
+
+    setting: str
+    chosen: str | None = None
+    rejected: set[str] = field(default_factory=set)
+    logprobs: bool = True
+    announced: bool = False  # the mode taken after rejections was logged
+    works: set[str | None] = field(default_factory=lambda: {None})  # forms that got replies
+
+    def mode(self) -> str | None:
+        """The mode to send structured requests in (None: as built)."""
+        return self.setting if self.setting != "auto" else self.chosen
+
+    def next_mode(self, failed: str) -> str | None:
+        """After ``failed`` was rejected: the mode to use now, or None when there is none
+        left to try (a fixed setting never moves)."""
+        if self.setting != "auto":
+            return None
+        self.rejected.add(failed)
+        if self.chosen is not None and self.chosen not in self.rejected:
+            return self.chosen  # another call already moved on
+        left = [m for m in MODES if m not in self.rejected]
+        self.chosen = left[0] if left else None
+        return self.chosen
