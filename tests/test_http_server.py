@@ -19,8 +19,8 @@ from typing import ClassVar
 import pytest
 
 import pytest_ragdive as ragdive
-from pytest_ragdive.llm import embedded
 from pytest_ragdive.engine.dialogue import run_blocking
+from pytest_ragdive.llm import embedded
 from pytest_ragdive.llm.cache import ResponseCache
 from pytest_ragdive.llm.client import LLMClient, Model
 from pytest_ragdive.llm.scripted import embedded_server
