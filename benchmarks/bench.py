@@ -54,6 +54,7 @@ import asyncio
 import re
 
 import pytest_ragdive as ragdive
+from pytest_ragdive.llm.scripted import ORDINALS, first_sentence
 
 _TAG = re.compile(r"\\[(doc-\\d+)\\]")
 _TURN = re.compile(r"Write turn (\\d+)")
@@ -70,14 +71,17 @@ def _where(messages):
 # prompt). These two name the document and the turn, so that every call is a miss.
 def first_question(messages):
     tag, _ = _where(messages)
-    return {"question": f"What is the topic of {tag}?", "ground_truth": f"The topic of {tag}."}
+    return {"question": f"What is the topic of {tag}?", "evidence": first_sentence(messages),
+            "ground_truth": f"The topic of {tag}."}
 
 
 def next_question(messages):
     tag, turn = _where(messages)
+    nth = ORDINALS[turn - 1]
     return {
-        "rag_input": f"And what else about {tag} (turn {turn})?",
-        "standalone_question": f"What else is there about the topic of {tag} (turn {turn})?",
+        "rag_input": f"{tag}: and the {nth} fact about it?",
+        "standalone_question": f"What is the {nth} fact about the topic of {tag}?",
+        "evidence": first_sentence(messages),
         "ground_truth": f"More about the topic of {tag}.",
         "question_type": "follow_up",
     }
@@ -433,9 +437,9 @@ def probe(turns: int, contexts: int, model_latency: float, adapter_latency: floa
           documents: int, concurrency: int) -> dict[str, Any]:
     import gc
 
+    from pytest_ragdive.llm import scripted as testing
     from pytest_ragdive.llm.cache import ResponseCache
     from pytest_ragdive.llm.client import LLMClient, import_litellm
-    from pytest_ragdive.llm.client import scripted as testing
 
     out: dict[str, Any] = {}
     start = time.perf_counter()
