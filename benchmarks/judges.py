@@ -127,7 +127,9 @@ async def judge_metric(client: LLMClient, model: str, metric: str) -> list[dict[
     return rows
 
 
-async def validator_checks(client: LLMClient, model: str, only: list[str] | None) -> list[dict[str, Any]]:
+async def validator_checks(
+    client: LLMClient, model: str, only: list[str] | None
+) -> list[dict[str, Any]]:
     """Every check of the validator on its labelled cases: the exact ones by code, the
     others by the validator model (its P(yes) against the validator's threshold)."""
     docs = documents(HERE / "validator" / "documents")
@@ -141,7 +143,7 @@ async def validator_checks(client: LLMClient, model: str, only: list[str] | None
         predicted, scores = [], []
         start = time.perf_counter()
         for case in chosen:
-            turn, earlier = turns_of({**case, **case["candidate"], "answer": ""})
+            _, earlier = turns_of({**case, **case["candidate"], "answer": ""})
             candidate = GeneratedTurn(**case["candidate"])
             if check in validator.QUESTIONS:
                 prompt = validator.check_prompt(check, candidate, docs[case["document"]], earlier)
@@ -162,7 +164,8 @@ async def validator_checks(client: LLMClient, model: str, only: list[str] | None
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--model", default=EMBEDDED, help="litellm model name (default: %(default)s)")
+    parser.add_argument("--model", default=EMBEDDED,
+                        help="litellm model name (default: %(default)s)")
     parser.add_argument("--only", action="append", help="a judgement to run (repeatable)")
     parser.add_argument("--cache-dir", help="reuse recorded answers (default: a new temp folder)")
     parser.add_argument("--json", help="also write the rows to this file")

@@ -1,0 +1,145 @@
+"""The modelled parts of the scheduling benchmark: the engine's structure (critical path,
+calls per dialogue), an ideal schedule of many dialogues under the concurrency limit, and
+the least-squares fit of the tokens' growth."""
+
+from __future__ import annotations
+
+import heapq
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+from .workload import Config
+
+
+def eval_chains(turns: int, contexts: int) -> list[tuple[str, int]]:
+    """(metric, sequential model calls) of every judgement of one dialogue, as
+    ``pytest_ragdive.engine.evaluator.evaluate`` starts them, all at once.
+
+    From ragas 0.4.3 ``metrics/collections``: Faithfulness.ascore awaits statement
+    generation, then NLI over the joined contexts (2 calls in a row); ContextPrecision
+    (WithReference).ascore awaits one call per retrieved context in a ``for`` loop (one
+    call after the other, not gathered); ContextRecall.ascore makes one call over the
+    joined contexts. correctness, forgetfulness and context_retention are one yes/no call
+    each (the multi-turn two ask twice, at once); the multi-turn two start at turn 2.
+    """
+    chains: list[tuple[str, int]] = []
+    for turn in range(1, turns + 1):
+        chains += [("correctness", 1), ("faithfulness", 2),
+                   ("context_precision", contexts), ("context_recall", 1)]
+        if turn > 1:
+            chains += [("forgetfulness", 1), ("context_retention", 1)]
+    return chains
+
+
+@dataclass(frozen=True)
+class Structure:
+    """The dependent calls of one dialogue, as the engine orders them."""
+
+    model_chain: int        # model calls on the longest dependent chain of one dialogue
+    adapter_chain: int      # adapter calls on it
+    eval_depth: int         # of which: sequential calls of the slowest judgement
+    calls: int              # model calls of one dialogue
+
+    def critical_path(self, model_latency: float, adapter_latency: float) -> float:
+        return self.model_chain * model_latency + self.adapter_chain * adapter_latency
+
+
+def structure(turns: int, contexts: int) -> Structure:
+    """Per turn: generator call, then validator call (no rejections with the default
+    replies), then the adapter call; after the last turn, every judgement at once, so
+    the evaluation adds the longest judgement chain."""
+    chains = eval_chains(turns, contexts)
+    depth = max(n for _, n in chains)
+    return Structure(model_chain=2 * turns + depth, adapter_chain=turns, eval_depth=depth,
+                     calls=2 * turns + sum(n for _, n in chains))
+
+
+def ideal_makespan(cfg: Config, hold: float | None = None) -> float:
+    """Makespan of ``cfg.documents`` dialogues started together, with the engine's
+    dependencies, a FIFO limit of ``cfg.concurrency`` model calls in flight (the
+    LLMClient semaphore; adapter calls are outside it) and zero CPU time: the best
+    any scheduler of this engine could do. ``hold``: seconds a call keeps its slot,
+    instead of the model latency (to price in per-call overhead inside the limit)."""
+    hold = cfg.model_latency if hold is None else hold
+    now, seq = 0.0, 0
+    events: list[tuple[float, int, Callable[[], None]]] = []
+    free = cfg.concurrency
+    waiting: deque[Callable[[], None]] = deque()
+    finished: list[float] = []
+
+    def at(delay: float, fn: Callable[[], None]) -> None:
+        nonlocal seq
+        heapq.heappush(events, (now + delay, seq, fn))
+        seq += 1
+
+    def model(then: Callable[[], None]) -> None:
+        nonlocal free
+        if free:
+            free -= 1
+            at(hold, lambda: release(then))
+        else:
+            waiting.append(then)
+
+    def release(then: Callable[[], None]) -> None:
+        nonlocal free
+        if waiting:
+            nxt = waiting.popleft()
+            at(hold, lambda: release(nxt))
+        else:
+            free += 1
+        then()
+
+    def chain(steps: Sequence[str], then: Callable[[], None]) -> None:
+        def step(i: int) -> None:
+            if i == len(steps):
+                then()
+            elif steps[i] == "m":
+                model(lambda: step(i + 1))
+            else:
+                at(cfg.adapter_latency, lambda: step(i + 1))
+        step(0)
+
+    def dialogue() -> None:
+        chains = eval_chains(cfg.turns, cfg.contexts)
+        left = len(chains)
+
+        def joined() -> None:
+            nonlocal left
+            left -= 1
+            if left == 0:
+                finished.append(now)
+
+        def evaluate() -> None:
+            for _, n in chains:
+                chain("m" * n, joined)
+
+        chain("mma" * cfg.turns, evaluate)
+
+    for _ in range(cfg.documents):
+        dialogue()
+    while events:
+        now, _, fn = heapq.heappop(events)
+        fn()
+    return max(finished)
+
+
+def smallest_limit(cfg: Config, target: float) -> int:
+    """The smallest concurrency limit whose ideal schedule of ``cfg`` meets ``target`` s."""
+    return next(c for c in range(1, 10_000)
+                if ideal_makespan(replace(cfg, concurrency=c)) <= target)
+
+
+def quadratic_fit(points: Sequence[tuple[float, float]]) -> tuple[float, float, float]:
+    """Least squares y = a + b x + c x^2 (normal equations, Gauss-Jordan)."""
+    rows = [[sum(x ** (i + j) for x, _ in points) for j in range(3)]
+            + [sum(y * x ** i for x, y in points)] for i in range(3)]
+    for col in range(3):
+        pivot = rows[col][col]
+        rows[col] = [v / pivot for v in rows[col]]
+        for other in range(3):
+            if other != col:
+                factor = rows[other][col]
+                rows[other] = [v - factor * w for v, w in zip(rows[other], rows[col])]
+    return rows[0][3], rows[1][3], rows[2][3]
+
