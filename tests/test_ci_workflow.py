@@ -115,7 +115,7 @@ def test_every_action_is_pinned_to_a_major_version() -> None:
 def test_the_workflows_options_are_the_plugins(pytester: pytest.Pytester) -> None:
     used = set(re.findall(r"--ragdive-[a-z-]+", WORKFLOW.read_text()))
     assert used
-    result = pytester.runpytest_subprocess("--help", "-p", "no:langsmith_plugin")
+    result = pytester.runpytest("--help", "-p", "no:langsmith_plugin")
     registered = set(re.findall(r"--ragdive-[a-z-]+", result.stdout.str()))
     assert used <= registered, f"unknown options: {used - registered}"
 

@@ -541,7 +541,7 @@ def test_bot(ragdive_dialogue):
     pytester.makeini("[pytest]\naddopts = -p no:langsmith_plugin -p no:cacheprovider\n")
 
     def ragdive_run(*args: str) -> pytest.RunResult:
-        return pytester.runpytest_subprocess("-m", "ragdive", *args)
+        return pytester.runpytest("-m", "ragdive", *args)
 
     ragdive_run("--ragdive-update").assert_outcomes(passed=1)
     ragdive_run("--ragdive-record-mode=none").assert_outcomes(passed=1)

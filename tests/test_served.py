@@ -327,17 +327,17 @@ def served_project(project: pytest.Pytester, setting: str) -> pytest.Pytester:
 
 
 def test_the_ini_setting_reaches_every_judge(project: pytest.Pytester) -> None:
-    fixed = served_project(project, "json_object").runpytest_subprocess(
+    fixed = served_project(project, "json_object").runpytest(
         "-m", "ragdive", "--ragdive-update")
     fixed.assert_outcomes(failed=2)
     fixed.stdout.fnmatch_lines(["*rejected the request as invalid (HTTP 400; not retried)*",
                                 "*Fix: the server does not take structured output as json_object*"])
-    tools = served_project(project, "tools").runpytest_subprocess("-m", "ragdive",
+    tools = served_project(project, "tools").runpytest("-m", "ragdive",
                                                                   "--ragdive-update")
     tools.assert_outcomes(passed=2)
 
 
 def test_an_unknown_ini_setting_is_a_usage_error(project: pytest.Pytester) -> None:
-    result = served_project(project, "yaml").runpytest_subprocess("-m", "ragdive")
+    result = served_project(project, "yaml").runpytest("-m", "ragdive")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*structured_output='yaml' is not one of auto, json_schema*"])
+    result.stderr.fnmatch_lines(["*ini ragdive_structured_output: structured_output='yaml' is not 'auto' or 'json_schema'*"])
