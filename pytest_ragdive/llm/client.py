@@ -55,7 +55,7 @@ class RequestRejected(ModelError):
         self.about = about
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Model:
     """A litellm model name plus keyword arguments for litellm (api_base, api_key, ...).
 
@@ -79,6 +79,13 @@ class Model:
                 object.__setattr__(self, "structured_output", setting)
         if self.structured_output is not None:
             check_mode(self.structured_output, f"Model({self.name!r})")
+
+    def __repr__(self) -> str:
+        # tracebacks, JUnit XML and reports show reprs: credentials never appear in them
+        params = {k: "***" if _SECRET_NAME.search(str(k)) else mask(str(v))
+                  for k, v in self.params.items()}
+        extra = f", structured_output={self.structured_output!r}" if self.structured_output else ""
+        return f"Model({self.name!r}, {params!r}{extra})"
 
     def __str__(self) -> str:
         return self.name
@@ -190,7 +197,9 @@ class LLMClient:
 
     ``concurrency`` limits calls in flight across all dialogues sharing this client;
     ``timeout`` is per call, in seconds; ``retries`` is how often a transient provider
-    error (rate limit, connection, 5xx) is retried with backoff; ``structured_output`` is
+    error (rate limit, connection, 5xx) is retried, waiting at most ``retry_wait``
+    seconds between attempts (a waiting call gives its place among the calls in flight
+    to others); ``structured_output`` is
     the structured-output setting of models that do not set their own (``auto``, or a
     mode of ``structured.MODES``).
     """
@@ -202,6 +211,7 @@ class LLMClient:
         concurrency: int = 8,
         timeout: float = 120.0,
         retries: int = 4,
+        retry_wait: float = 30.0,
         reply_retries: int = 2,
         structured_output: str = "auto",
     ) -> None:
@@ -211,6 +221,7 @@ class LLMClient:
         self.concurrency = concurrency
         self.timeout = timeout
         self.retries = retries
+        self.retry_wait = retry_wait
         self.reply_retries = reply_retries
         self.structured_output = check_mode(structured_output, "LLMClient")
         self._served: dict[tuple[str, str, str], ServedModel] = {}
@@ -436,8 +447,20 @@ class LLMClient:
         if reply is not None:
             record(cache_hits=1)
             return reply
-        async with self._slot(model):
-            reply = await self._call(request, model)
+        for attempt in range(self.retries + 1):
+            async with self._slot(model):
+                try:
+                    reply = await self._call(request, model)
+                    break
+                except _Transient as exc:
+                    if attempt == self.retries:
+                        raise ModelError(
+                            f"{describe(request)}: gave up after {attempt + 1} attempts: "
+                            f"{exc}. Raise ini ragdive_retries or ragdive_retry_wait if the "
+                            f"provider is only busy"
+                        ) from None
+                    wait = _backoff(exc.cause, attempt, self.retry_wait)
+            await asyncio.sleep(wait)  # outside the slot: other calls go on meanwhile
         record(
             calls=1,
             prompt_tokens=reply["prompt_tokens"],
@@ -459,35 +482,29 @@ class LLMClient:
             asyncio.TimeoutError,
         )
         secrets = _secrets(model)
-        for attempt in range(self.retries + 1):
-            try:
-                response = await asyncio.wait_for(
-                    litellm.acompletion(**request, **model.params, timeout=self.timeout),
-                    self.timeout,
-                )
-                break
-            except litellm.AuthenticationError as exc:
-                raise ModelError(
-                    f"{model.name}: the provider refused the credentials ({type(exc).__name__}). "
-                    f"Set the provider's API key in the environment (for example "
-                    f"OPENAI_API_KEY or GEMINI_API_KEY), or choose another model with "
-                    f"--ragdive-model."
-                ) from None
-            except Exception as exc:
-                if _is_rejection(exc, litellm):
-                    raise _rejected(exc, request, model, litellm) from None
-                if not isinstance(exc, transient) and _status(exc) not in _RETRIED_4XX:
-                    if isinstance(exc, litellm.APIError):
-                        raise ModelError(
-                            f"{describe(request)}: {_server_message(exc, secrets)}"
-                        ) from None
-                    raise
-                if attempt == self.retries:
+        # one attempt: _cached retries, away from the limit of calls in flight
+        try:
+            response = await asyncio.wait_for(
+                litellm.acompletion(**request, **model.params, timeout=self.timeout),
+                self.timeout,
+            )
+        except litellm.AuthenticationError as exc:
+            raise ModelError(
+                f"{model.name}: the provider refused the credentials ({type(exc).__name__}). "
+                f"Set the provider's API key in the environment (for example "
+                f"OPENAI_API_KEY or GEMINI_API_KEY), or choose another model with "
+                f"--ragdive-model."
+            ) from None
+        except Exception as exc:
+            if _is_rejection(exc, litellm):
+                raise _rejected(exc, request, model, litellm) from None
+            if not isinstance(exc, transient) and _status(exc) not in _RETRIED_4XX:
+                if isinstance(exc, litellm.APIError):
                     raise ModelError(
-                        f"{describe(request)}: gave up after {attempt + 1} attempts: "
-                        f"{_server_message(exc, secrets)}"
+                        f"{describe(request)}: {_server_message(exc, secrets)}"
                     ) from None
-                await asyncio.sleep(_backoff(exc, attempt))
+                raise
+            raise _Transient(_server_message(exc, secrets), exc) from None
         return _reply(response, litellm)
 
 
@@ -647,6 +664,7 @@ _SECRET = re.compile(
     r"|\bhf_[A-Za-z0-9]{20,}|\bxox[abprs]-[A-Za-z0-9\-]{10,}",
     re.IGNORECASE,
 )
+_URL_PASSWORD = re.compile(r"(://[^/\s:@]+:)[^@\s/]+(?=@)")
 _SECRET_NAME = re.compile(r"key|token|secret|password|credential", re.IGNORECASE)
 
 
@@ -664,6 +682,7 @@ def mask(text: str, secrets: list[str] | tuple[str, ...] = ()) -> str:
     """``text`` with the given secret values and anything that looks like a key hidden."""
     for value in secrets:
         text = text.replace(value, "***")
+    text = _URL_PASSWORD.sub(r"\1***", text)
     return _SECRET.sub(lambda m: f"{m.group('label') or ''}***", text)
 
 
@@ -688,13 +707,22 @@ def _server_message(exc: BaseException, secrets: list[str] | tuple[str, ...] = (
     return mask(f"{type(exc).__name__}: " + "\n    ".join(kept), secrets)
 
 
-def _backoff(exc: BaseException, attempt: int) -> float:
-    """Seconds to wait before retrying: the provider's Retry-After, else exponential."""
+class _Transient(Exception):
+    """A failed attempt worth another: rate limit, connection, timeout, 5xx."""
+
+    def __init__(self, message: str, cause: BaseException) -> None:
+        super().__init__(message)
+        self.cause = cause
+
+
+def _backoff(exc: BaseException, attempt: int, longest: float) -> float:
+    """Seconds to wait before retrying: the provider's Retry-After, else exponential with
+    jitter; never more than ``longest``."""
     response = getattr(exc, "response", None)
     headers = getattr(response, "headers", None) or {}
     with contextlib.suppress(TypeError, ValueError):
-        return min(float(headers.get("retry-after")), 60.0)
-    return min(2.0**attempt, 30.0) * (0.5 + random.random() / 2)
+        return min(float(headers.get("retry-after")), longest)
+    return min(2.0**attempt, longest) * (0.5 + random.random() / 2)
 
 
 def _short_error(exc: ValidationError) -> str:

@@ -64,6 +64,8 @@ class RagdiveSession:
                 ResponseCache(self.cache_dir(), self.options.get("record_mode")),
                 concurrency=self.options.get("concurrency"),
                 timeout=self.options.get("call_timeout"),
+                retries=self.options.get("retries"),
+                retry_wait=self.options.get("retry_wait"),
                 structured_output=self.options.get("structured_output"),
             )
         return self._client

@@ -1,0 +1,81 @@
+"""Faults at the provider: 429 storms and 5xx bursts are retried within a budget the user
+sets, and a call waiting to retry gives its place among the calls in flight to others."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from pathlib import Path
+
+import pytest
+
+from pytest_ragdive.engine.dialogue import run_blocking
+from pytest_ragdive.llm.cache import ResponseCache
+from pytest_ragdive.llm.client import LLMClient, ModelError
+from pytest_ragdive.llm.scripted import http_error, scripted
+
+ASK = [{"role": "user", "content": "Is it tall? Answer yes or no."}]
+
+
+def client(tmp_path: Path, **options: object) -> LLMClient:
+    return LLMClient(ResponseCache(tmp_path), **options)  # type: ignore[arg-type]
+
+
+def storm(status: int, failures: int):
+    """A responder that fails ``failures`` times with ``status`` (for each distinct
+    prompt), then answers."""
+    left: dict[str, itertools.count] = {}
+
+    def respond(messages: list[dict]) -> float:
+        seen = next(left.setdefault(messages[-1]["content"], itertools.count()))
+        if seen < failures:
+            raise http_error(status, "slow down" if status == 429 else "upstream failed")
+        return 0.9
+
+    return respond
+
+
+@pytest.mark.parametrize("status", [429, 500, 503])
+def test_a_burst_within_the_budget_is_ridden_out(tmp_path: Path, status: int) -> None:
+    model = scripted({"YesNo": storm(status, 3)})
+    llm = client(tmp_path, retries=3, retry_wait=0.01)
+    assert run_blocking(llm.yes_probability(model, ASK)) == pytest.approx(0.9)
+
+
+@pytest.mark.parametrize("status", [429, 500])
+def test_a_storm_beyond_the_budget_names_the_cause_and_the_setting(
+    tmp_path: Path, status: int
+) -> None:
+    model = scripted({"YesNo": storm(status, 10)})
+    llm = client(tmp_path, retries=2, retry_wait=0.01)
+    with pytest.raises(ModelError, match=r"gave up after 3 attempts: .*Raise ini ragdive_retries"):
+        run_blocking(llm.yes_probability(model, ASK))
+
+
+def test_a_waiting_retry_gives_its_place_to_other_calls(tmp_path: Path) -> None:
+    """One place in flight. A call that hits a 429 waits 1 s before its retry; the others
+    must not wait behind it."""
+    failing = scripted({"YesNo": storm(429, 1)}, name="storm")
+    fine = scripted(name="fine")
+    llm = client(tmp_path, concurrency=1, retries=1, retry_wait=1.0)
+
+    async def both() -> float:
+        slow = asyncio.ensure_future(llm.yes_probability(failing, ASK))
+        await asyncio.sleep(0.05)  # the failing call took the place and is now waiting
+        start = time.perf_counter()
+        for n in range(3):
+            await llm.yes_probability(fine, [{"role": "user", "content": f"Q{n}? yes or no"}])
+        others = time.perf_counter() - start
+        await slow
+        return others
+
+    assert run_blocking(both()) < 0.5
+
+
+def test_the_retry_budget_is_a_setting(pytester: pytest.Pytester) -> None:
+    from pytest_ragdive.plugin.options import Options
+
+    pytester.makeini("[pytest]\nragdive_retries = 0\nragdive_retry_wait = 2.5\n")
+    options = Options(pytester.parseconfigure())
+    assert (options.get("retries"), options.get("retry_wait")) == (0, 2.5)

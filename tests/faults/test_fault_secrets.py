@@ -1,0 +1,75 @@
+"""Secrets never reach an output: not a repr, a failure message, the terminal, JUnit XML,
+the cache, a band file or a report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_ragdive.llm.client import Judges, Model, mask
+
+KEY = "AIzaSyD-fake-but-shaped-like-a-key-0123456"
+
+
+def test_reprs_hide_credentials() -> None:
+    model = Model("gemini/flash", {"api_key": KEY, "api_base": "https://user:hunter22@host/v1"})
+    judges = Judges(model, validator=Model("openai/x", {"extra_headers": {"token": KEY}}))
+    for text in (repr(model), repr(judges), str(judges.models)):
+        assert KEY not in text and "hunter22" not in text
+    assert "gemini/flash" in repr(model)
+
+
+@pytest.mark.parametrize("leak", [f"key={KEY}", f"Bearer {KEY}", KEY, "sk-" + "a" * 40])
+def test_provider_messages_are_masked(leak: str) -> None:
+    assert mask(f"400 invalid credential {leak} for project") .count("***") >= 1
+    assert leak not in mask(f"400 invalid credential {leak} for project")
+
+
+PROJECT = '''
+import pytest
+import pytest_ragdive as ragdive
+from pytest_ragdive.llm.scripted import http_error, scripted
+
+KEY = "{key}"
+
+def refuse(messages):
+    raise http_error(400, f"API key not valid: {{KEY}} (project 42)")
+
+class Bot:
+    def answer(self, question, history):
+        return ragdive.RagAnswer(answer="It is 120 m.", contexts=["120 m"])
+
+@pytest.fixture(scope="session")
+def ragdive_adapter():
+    return Bot()
+
+@pytest.fixture(scope="session")
+def ragdive_judges():
+    return ragdive.Judges(ragdive.Model(scripted({{"YesNo": refuse}}, name="leaky"),
+                                        {{"api_key": KEY}}))
+
+ragdive_document = ragdive.document_fixture([ragdive.Document(id="a", text="A is 120 m.")])
+'''
+
+
+def test_a_key_echoed_by_the_provider_is_in_no_output(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(PROJECT.format(key=KEY))
+    pytester.makepyfile(test_bot="""
+        import pytest_ragdive as ragdive
+
+        @ragdive.conversation(turns=1, runs=1, metrics=["correctness"])
+        def test_bot(ragdive_dialogue):
+            assert ragdive_dialogue.scores["correctness"] >= 0.5
+    """)
+    result = pytester.runpytest("-m", "ragdive", "--ragdive-update", "-v",
+                                "--junitxml=junit.xml", "--ragdive-json=run.json",
+                                "--ragdive-report=report.html")
+    result.assert_outcomes(failed=1)
+    assert "rejected the request as invalid" in result.stdout.str()
+    outputs = {"terminal": result.stdout.str() + result.stderr.str()}
+    for path in Path(pytester.path).rglob("*"):
+        if path.is_file() and path.suffix in (".json", ".xml", ".html"):
+            outputs[str(path.relative_to(pytester.path))] = path.read_text(errors="replace")
+    assert {"junit.xml", "run.json", "report.html"} <= set(outputs)
+    assert [where for where, text in outputs.items() if KEY in text] == []
