@@ -250,13 +250,16 @@ class RagdiveSession:
 
     def outcome(self, report: pytest.TestReport) -> None:
         """What pytest reported for an item (on the xdist controller too), for the report."""
-        if report.when == "call" or report.outcome != "passed":
-            kind = report.outcome if report.when == "call" or report.skipped else "error"
-            text = report.longreprtext if report.failed else (
-                str(report.longrepr[2]) if report.skipped and isinstance(report.longrepr, tuple)
-                else "")
-            if report.nodeid not in self.outcomes or kind != "passed":
-                self.outcomes[report.nodeid] = (kind, text[-4000:])
+        if report.when != "call" and report.passed:
+            return
+        kind = report.outcome if report.when == "call" or report.skipped else "error"
+        if report.failed:
+            text = report.longreprtext
+        elif report.skipped and isinstance(report.longrepr, tuple):
+            text = str(report.longrepr[2])  # the skip reason
+        else:
+            text = ""
+        self.outcomes[report.nodeid] = (kind, text[-4000:])
 
     # -- end of session -----------------------------------------------------------
 
