@@ -447,7 +447,8 @@ class LLMClient:
         if reply is not None:
             record(cache_hits=1)
             return reply
-        for attempt in range(self.retries + 1):
+        attempt = 0
+        while True:
             async with self._slot(model):
                 try:
                     reply = await self._call(request, model)
@@ -461,6 +462,7 @@ class LLMClient:
                         ) from None
                     wait = _backoff(exc.cause, attempt, self.retry_wait)
             await asyncio.sleep(wait)  # outside the slot: other calls go on meanwhile
+            attempt += 1
         record(
             calls=1,
             prompt_tokens=reply["prompt_tokens"],
@@ -721,7 +723,7 @@ def _backoff(exc: BaseException, attempt: int, longest: float) -> float:
     response = getattr(exc, "response", None)
     headers = getattr(response, "headers", None) or {}
     with contextlib.suppress(TypeError, ValueError):
-        return min(float(headers.get("retry-after")), longest)
+        return min(float(str(headers.get("retry-after"))), longest)
     return min(2.0**attempt, longest) * (0.5 + random.random() / 2)
 
 

@@ -51,4 +51,5 @@ def record(**counts: float) -> None:
     """Add ``counts`` to the ledger of the current scope, if any."""
     usage = _current.get()
     if usage is not None:
-        usage.add(Usage(**counts))
+        for name, value in counts.items():
+            setattr(usage, name, getattr(usage, name) + value)

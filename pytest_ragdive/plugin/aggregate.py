@@ -43,10 +43,10 @@ def evaluate(
             continue
         path = Path(ran[0]["aggregate_file"])
         if update:
-            doc = _band(ran)
-            to_write[path] = doc
-            row["band"] = {m: (s["min"], s["max"]) for m, s in doc["metrics"].items()}
-            row["status"], row["doc"] = "recorded", doc
+            recorded = _band(ran)
+            to_write[path] = recorded
+            row["band"] = {m: (s["min"], s["max"]) for m, s in recorded["metrics"].items()}
+            row["status"], row["doc"] = "recorded", recorded
             continue
         try:
             doc = bands.read(path)

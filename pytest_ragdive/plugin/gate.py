@@ -139,6 +139,6 @@ def _culprit(dialogue: Dialogue, metric: str) -> str:
     if not judged:
         return "no turn was scored"
     worst = min if METRICS[metric] else max
-    index, judgement = worst(judged, key=lambda pair: pair[1].score)
+    index, judgement = worst(judged, key=lambda pair: pair[1].score or 0.0)
     question = dialogue.turns[index - 1].generated.rag_input
     return f"turn {index} ({question!r}): {judgement.reason or 'no reason given'}"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import concurrent.futures
 import os
 import types
+from collections.abc import Awaitable, Callable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
     from ..engine.dialogue import RagAdapter
     from ..engine.models import Dialogue, Document
     from ..llm.client import Judges, LLMClient
+    from .run_record import Outcome
     from .scheduling import Progress, Runner
 
 STATE = pytest.StashKey["RagdiveSession"]()
@@ -45,7 +47,7 @@ class RagdiveSession:
         self.notes: set[str] = set()
         self._items: dict[str, list[pytest.Item]] = {}
         self._scopes: dict[str, str] = {}
-        self.outcomes: dict[str, tuple[str, str]] = {}  # node id -> (outcome, message)
+        self.outcomes: dict[str, tuple[Outcome, str]] = {}  # node id -> (outcome, message)
         self.started = datetime.now(timezone.utc)
 
     # -- settings and shared parts ----------------------------------------------------
@@ -198,17 +200,12 @@ class RagdiveSession:
         first = self.options.get("seed")
         seeds = range(first, first + (settings.runs if self.update else 1))
 
+        def start(doc: Document, seed: int) -> Callable[[], Awaitable[Dialogue]]:
+            return lambda: arun_dialogue(doc, adapter, seed=seed, **options,
+                                         progress=progress.reporter(seed - first, len(seeds)))
+
         def submit(it: pytest.Item, doc: Document) -> list[concurrent.futures.Future[Any]]:
-            return [
-                runner.submit(
-                    (it.nodeid, seed),
-                    lambda seed=seed: arun_dialogue(
-                        doc, adapter, seed=seed,
-                        progress=progress.reporter(seed - first, len(seeds)), **options,
-                    ),
-                )
-                for seed in seeds
-            ]
+            return [runner.submit((it.nodeid, seed), start(doc, seed)) for seed in seeds]
 
         own = submit(item, document)
         if self._concurrent():  # start the dialogues of the items of this test that follow
@@ -252,7 +249,7 @@ class RagdiveSession:
         """What pytest reported for an item (on the xdist controller too), for the report."""
         if report.when != "call" and report.passed:
             return
-        kind = report.outcome if report.when == "call" or report.skipped else "error"
+        kind: Outcome = report.outcome if report.when == "call" or report.skipped else "error"
         if report.failed:
             text = report.longreprtext
         elif report.skipped and isinstance(report.longrepr, tuple):
@@ -324,7 +321,7 @@ class RagdiveSession:
         def values(key: str) -> str:
             return ", ".join(sorted({str(r[key]) for r in self.results.values()}))
 
-        judges = next((r["judges"] for r in self.results.values()), {})
+        judges: dict[str, str] = next((r["judges"] for r in self.results.values()), {})
         settings = {
             **{role: str(model) for role, model in judges.items()},
             "turns": values("turns_per_dialogue"), "role": values("role"),
