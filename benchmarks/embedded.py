@@ -1,12 +1,13 @@
-"""Where the time of a live dialogue on the embedded model goes, stage by stage.
+"""Where the time of the README's main job goes, stage by stage, on the embedded model.
 
-    python benchmarks/embedded.py                 # the example's 3 documents, 3 turns, seed 0
-    python benchmarks/embedded.py --documents 1 --turns 2
+    python benchmarks/embedded.py                        # the example suite, live
+    python benchmarks/embedded.py -- -k bike-share       # more pytest arguments after --
 
-Runs the example project's dialogues (the CityGuide bot, the embedded model as every judge)
-in this process with a fresh response cache, so every call reaches the model, and prints per
-stage: calls, prompt tokens, how many of them came from a stored prefix state instead of
-being evaluated, completion tokens and seconds; then the wall time and the thread count.
+Runs ``pytest example_project -m ragdive`` in this process with a fresh response cache (every
+call reaches the model; the bands are checked as in the main job), then prints per stage:
+calls, prompt tokens, how many of them came from a stored prefix state instead of being
+evaluated, completion tokens and seconds on the model; then the wall time, the thread count,
+and how often greedy decoding under a grammar had to filter the whole vocabulary.
 """
 
 from __future__ import annotations
@@ -18,11 +19,9 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-import pytest_ragdive as ragdive
-from pytest_ragdive.engine.dialogue import run_blocking
-from pytest_ragdive.llm.cache import ResponseCache
-from pytest_ragdive.llm.client import LLMClient
-from pytest_ragdive.llm.embedded import runtime, weights
+import pytest
+
+from pytest_ragdive.llm.embedded import runtime
 from pytest_ragdive.llm.embedded.prefixes import CallStats
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "example_project"
@@ -47,52 +46,45 @@ def stage_of(stats: CallStats) -> str:
     return "the bot (system under test)"
 
 
+def table(calls: list[CallStats], dialogues: int) -> str:
+    rows: dict[str, list[float]] = defaultdict(lambda: [0, 0, 0, 0, 0.0])
+    for stats in calls:
+        row = rows[stage_of(stats)]
+        for i, value in enumerate((1, stats.prompt_tokens, stats.reused_tokens,
+                                   stats.completion_tokens, stats.seconds)):
+            row[i] += value
+    total = [sum(r[i] for r in rows.values()) for i in range(5)]
+    lines = ["| stage | calls | prompt tokens | reused | evaluated | completion tokens | seconds |",
+             "|---|---|---|---|---|---|---|"]
+    for name, (n, prompt, reused, completion, seconds) in [
+            *sorted(rows.items(), key=lambda item: -item[1][4]), ("total", total)]:
+        lines.append(f"| {name} | {n:.0f} | {prompt:,.0f} | {reused:,.0f} | "
+                     f"{prompt - reused:,.0f} | {completion:,.0f} | {seconds:.0f} |")
+    _, prompt, reused, *_ = total
+    lines.append(f"\nprompt tokens evaluated per dialogue: {(prompt - reused) / dialogues:,.0f} "
+                 f"of {prompt / dialogues:,.0f}")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--documents", type=int, default=3)
-    parser.add_argument("--turns", type=int, default=3)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("pytest_args", nargs="*", help="more pytest arguments (after --)")
     args = parser.parse_args(argv)
-    sys.path.insert(0, str(EXAMPLE))
-    from ragbot import RagBot
-
-    docs = ragdive.load_documents(str(EXAMPLE / "kb" / "[bht]*.md"))[: args.documents]
-    client = LLMClient(ResponseCache(Path(tempfile.mkdtemp()), "all"), concurrency=8,
-                       timeout=1800)
-    bot = RagBot(client=client)
     load = runtime.load()
-    start = time.perf_counter()
-    dialogues = run_blocking(ragdive.arun_dialogues(
-        docs, bot, judges=ragdive.Judges(weights.MODEL), client=client, turns=args.turns,
-        role="precise", validation="once", max_regenerations=5, seed=args.seed,
-        adapter_timeout=1800))
-    wall = time.perf_counter() - start
-
-    rows: dict[str, list[float]] = defaultdict(lambda: [0, 0, 0, 0, 0.0])
-    for stats in runtime.call_log():
-        row = rows[stage_of(stats)]
-        row[0] += 1
-        row[1] += stats.prompt_tokens
-        row[2] += stats.reused_tokens
-        row[3] += stats.completion_tokens
-        row[4] += stats.seconds
-    total = [sum(r[i] for r in rows.values()) for i in range(5)]
-    print(f"\n{len(dialogues)} dialogues x {args.turns} turns, seed {args.seed}; errors: "
-          f"{[d.errors for d in dialogues if d.errors] or 'none'}")
-    print("\n| stage | calls | prompt tokens | reused | evaluated | completion tokens | seconds |")
-    print("|---|---|---|---|---|---|---|")
-    for name, (calls, prompt, reused, completion, seconds) in sorted(
-            rows.items(), key=lambda item: -item[1][4]):
-        print(f"| {name} | {calls} | {prompt:,} | {reused:,} | {prompt - reused:,} "
-              f"| {completion:,} | {seconds:.0f} |")
-    calls, prompt, reused, completion, seconds = total
-    print(f"| total | {calls} | {prompt:,} | {reused:,} | {prompt - reused:,} | {completion:,} "
-          f"| {seconds:.0f} |")
-    print(f"\nwall {wall / 60:.1f} min for the dialogues (+{load:.0f} s model load); prompt "
-          f"tokens evaluated per dialogue {(prompt - reused) / len(dialogues):,.0f} of "
-          f"{prompt / len(dialogues):,.0f}; threads {runtime._threads()} "
-          f"(one core is left to the event loop and the bot; see runtime._threads)")
-    return 0
+    with tempfile.TemporaryDirectory(prefix="ragdive-bench-") as cache:
+        start = time.perf_counter()
+        status = pytest.main([str(EXAMPLE), "-m", "ragdive", "-q",
+                              f"--ragdive-cache-dir={cache}", *args.pytest_args])
+        wall = time.perf_counter() - start
+    calls = runtime.call_log()
+    dialogues = len(list(EXAMPLE.glob("kb/[bht]*.md")))
+    sampling = runtime._sampling
+    print(f"\n{table(calls, dialogues)}")
+    print(f"\nwall {wall / 60:.1f} min for the suite (+{load:.0f} s model load), pytest exit "
+          f"{int(status)}; llama.cpp threads {runtime._threads()} (see runtime._threads); "
+          f"grammar tokens whose likeliest choice was refused: "
+          f"{sampling.refused if sampling else 0}")
+    return int(status)
 
 
 if __name__ == "__main__":

@@ -350,9 +350,9 @@ def test_threads(monkeypatch: pytest.MonkeyPatch) -> None:
     if not hasattr(os, "sched_getaffinity"):
         pytest.skip("needs os.sched_getaffinity")
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(8)))
-    assert runtime._threads() == 7  # one core left for the rest of the run
-    monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "4")
-    assert runtime._threads() == 2
+    assert runtime._threads() == 8
+    monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "3")
+    assert runtime._threads() == 2  # a share of the cores per worker
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
     assert runtime._threads() == 1
 
@@ -639,3 +639,28 @@ def test_real_prefix_states_stay_within_their_budget(monkeypatch: pytest.MonkeyP
     runtime.generate([{"role": "user", "content": "Count to three. " * 40}], max_tokens=4)
     assert 0 < states.bytes <= states.budget
     assert len(states.states) <= 2
+
+
+@pytest.mark.embedded
+@needs_model
+def test_real_greedy_grammar_fast_path_gives_the_chains_reply(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    runtime.load()
+    sampling = runtime._sampling
+    assert sampling is not None
+    # prose is what the model would write: the grammar refuses its likeliest token at first
+    messages = [{"role": "user", "content": "In one sentence, when was the line electrified?\n"
+                 + SOURCE}]
+    json_grammar = grammar.grammar_for({"type": "json_object", "schema": Verdict.model_json_schema()})
+
+    def reply() -> str:
+        out = runtime.generate(messages, grammar=json_grammar, temperature=0.0, max_tokens=40)
+        return out["choices"][0]["message"]["content"]
+
+    refused = sampling.refused
+    fast = reply()
+    assert sampling.refused > refused  # the full filter ran for some tokens
+    monkeypatch.setattr(sampling, "enabled", False)
+    assert reply() == fast
+    assert fast.startswith("{")

@@ -341,7 +341,7 @@ def embedded_server(args: Sequence[str] = (), *, ready_within: float = 180.0) ->
     command = [sys.executable, "-m", "llama_cpp.server", "--model", str(weights.model_path()),
                "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(runtime.N_CTX),
                *args]
-    # OpenMP threads that sleep while they wait (see runtime.import_llama_cpp)
+    # OpenMP threads that sleep while they wait: the server shares the cores with the test run
     env = {**os.environ, "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")}
     with tempfile.TemporaryDirectory(prefix="ragdive-server-") as folder:
         log = Path(folder) / "server.log"

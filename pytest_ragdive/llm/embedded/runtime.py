@@ -4,8 +4,8 @@ A prompt reuses the KV state of the longest prefix it shares with an earlier pro
 that the reply is bit for bit the one a fresh evaluation gives (``prefixes.py``): temperature 0
 (the default) or a fixed seed (default 0) gives the same reply whatever ran before. Environment:
 ``RAGDIVE_EMBEDDED_THREADS`` (default: see ``_threads``), ``RAGDIVE_EMBEDDED_STATE_MB`` (memory
-for prefix states, default 1024); ``OMP_WAIT_POLICY`` defaults to ``PASSIVE`` (see
-``import_llama_cpp``).
+for prefix states, default 1024). Greedy replies under a grammar are sampled by
+``sampling.GreedyGrammar``.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     import concurrent.futures
 
     from .prefixes import CallStats, PrefixStates
+    from .sampling import GreedyGrammar
 
 N_CTX = 4096
 DEFAULT_MAX_TOKENS = 512
@@ -45,12 +46,6 @@ def message_text(content: Any) -> str:
 
 
 def import_llama_cpp() -> Any:
-    """Import llama_cpp, with OpenMP threads that sleep rather than spin while they wait."""
-    # llama.cpp's CPU backend runs on OpenMP, whose threads spin at each barrier. When another
-    # process holds a core (xdist workers, the RAG system under test, CI neighbours) the spinning
-    # stalls every token: measured on 2 shared cores, decode fell from 10.5 to 1.4 tok/s. libgomp
-    # reads this once, when it is loaded, so it must be set before the first llama_cpp import.
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     import llama_cpp
 
     return llama_cpp
@@ -61,25 +56,27 @@ def import_llama_cpp() -> Any:
 _lock = threading.Lock()  # one model per process; llama.cpp contexts are not thread safe
 _llama: Any = None
 _prefixes: PrefixStates | None = None
+_sampling: GreedyGrammar | None = None
 _executor: concurrent.futures.ThreadPoolExecutor | None = None
 #: one entry per model call of this process, for benchmarks (``call_log``)
 _calls: list[CallStats] = []
 
 
 def _threads() -> int:
-    """``$RAGDIVE_EMBEDDED_THREADS``, else the cores this xdist worker may use, less one."""
+    """``$RAGDIVE_EMBEDDED_THREADS``, else the cores this xdist worker may use."""
     if env := os.environ.get("RAGDIVE_EMBEDDED_THREADS"):
         return max(1, int(env))
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:
         cores = os.cpu_count() or 1
-    # xdist workers each load their own model. One core is left for the rest of the run (event
-    # loop, the RAG system under test): on 2 shared cores 1 thread beat 2 (prefill 70 vs 68
-    # tok/s with the second core idle; decode 19 vs 16.5 tok/s) because threads that wait at
-    # barriers stall on a busy core.
+    # xdist workers each load their own model and get a share of the cores: more threads than
+    # cores make OpenMP's threads wait for each other at every barrier. Measured alone on 2
+    # cores, 2 threads decode 20.7 tok/s against 14 for 1 (prefill 60 tok/s either way); with
+    # OMP_WAIT_POLICY=PASSIVE, 2 threads decode only 12.7, so libgomp's default (spin briefly,
+    # then sleep) is left alone.
     workers = max(1, int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1))
-    return max(1, min(cores // workers, cores - 1))
+    return max(1, cores // workers)
 
 
 def _state_budget() -> int:
@@ -88,19 +85,22 @@ def _state_budget() -> int:
 
 
 def _load_locked() -> Any:
-    global _llama, _prefixes
+    global _llama, _prefixes, _sampling
     if _llama is None:
         path = model_path()
         _llama = import_llama_cpp().Llama(
             model_path=str(path),
             n_ctx=N_CTX,
-            n_threads=_threads(),
+            n_threads=(threads := _threads()),
+            n_threads_batch=threads,  # llama-cpp-python's default is every core of the machine
             seed=DEFAULT_SEED,
             verbose=False,
         )
         from .prefixes import PrefixStates
+        from .sampling import GreedyGrammar
 
         _prefixes = PrefixStates(_llama, budget=_state_budget())
+        _sampling = GreedyGrammar(_llama)
         atexit.register(_close)
     return _llama
 
@@ -119,10 +119,10 @@ def call_log() -> list[CallStats]:
 
 
 def _close() -> None:
-    global _llama, _prefixes
+    global _llama, _prefixes, _sampling
     with _lock:
         if _llama is not None:
-            _prefixes = None
+            _prefixes = _sampling = None
             _llama.close()
             _llama = None
 
