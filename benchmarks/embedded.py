@@ -7,7 +7,7 @@ Runs ``pytest example_project -m ragdive`` in this process with a fresh response
 call reaches the model; the bands are checked as in the main job), then prints per stage:
 calls, prompt tokens, how many of them came from a stored prefix state instead of being
 evaluated, completion tokens and seconds on the model; then the wall time, the thread count,
-and how often greedy decoding under a grammar had to filter the whole vocabulary.
+and for how many tokens the grammar had to filter the whole vocabulary.
 """
 
 from __future__ import annotations
@@ -82,8 +82,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\n{table(calls, dialogues)}")
     print(f"\nwall {wall / 60:.1f} min for the suite (+{load:.0f} s model load), pytest exit "
           f"{int(status)}; llama.cpp threads {runtime._threads()} (see runtime._threads); "
-          f"grammar tokens whose likeliest choice was refused: "
-          f"{sampling.refused if sampling else 0}")
+          f"tokens for which the grammar filtered the whole vocabulary: "
+          f"{sampling.filtered if sampling else 0}")
     return int(status)
 
 

@@ -643,24 +643,26 @@ def test_real_prefix_states_stay_within_their_budget(monkeypatch: pytest.MonkeyP
 
 @pytest.mark.embedded
 @needs_model
-def test_real_greedy_grammar_fast_path_gives_the_chains_reply(
-    monkeypatch: pytest.MonkeyPatch,
+@pytest.mark.parametrize("temperature", [0.0, 0.7])
+def test_real_grammar_sampler_gives_the_chains_reply(
+    monkeypatch: pytest.MonkeyPatch, temperature: float
 ) -> None:
     runtime.load()
     sampling = runtime._sampling
     assert sampling is not None
-    # prose is what the model would write: the grammar refuses its likeliest token at first
+    # prose is what the model would write: at first the grammar refuses its likeliest tokens
     messages = [{"role": "user", "content": "In one sentence, when was the line electrified?\n"
                  + SOURCE}]
     json_grammar = grammar.grammar_for({"type": "json_object", "schema": Verdict.model_json_schema()})
 
     def reply() -> str:
-        out = runtime.generate(messages, grammar=json_grammar, temperature=0.0, max_tokens=40)
+        out = runtime.generate(messages, grammar=json_grammar, temperature=temperature, seed=5,
+                               max_tokens=40)
         return out["choices"][0]["message"]["content"]
 
-    refused = sampling.refused
+    filtered = sampling.filtered
     fast = reply()
-    assert sampling.refused > refused  # the full filter ran for some tokens
+    assert 0 < sampling.filtered - filtered < 40  # the whole vocabulary for some tokens only
     monkeypatch.setattr(sampling, "enabled", False)
     assert reply() == fast
     assert fast.startswith("{")

@@ -4,8 +4,8 @@ A prompt reuses the KV state of the longest prefix it shares with an earlier pro
 that the reply is bit for bit the one a fresh evaluation gives (``prefixes.py``): temperature 0
 (the default) or a fixed seed (default 0) gives the same reply whatever ran before. Environment:
 ``RAGDIVE_EMBEDDED_THREADS`` (default: see ``_threads``), ``RAGDIVE_EMBEDDED_STATE_MB`` (memory
-for prefix states, default 1024). Greedy replies under a grammar are sampled by
-``sampling.GreedyGrammar``.
+for prefix states, default 1024). Replies under a grammar are sampled by
+``sampling.GrammarSampler``.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     import concurrent.futures
 
     from .prefixes import CallStats, PrefixStates
-    from .sampling import GreedyGrammar
+    from .sampling import GrammarSampler
 
 N_CTX = 4096
 DEFAULT_MAX_TOKENS = 512
@@ -56,7 +56,7 @@ def import_llama_cpp() -> Any:
 _lock = threading.Lock()  # one model per process; llama.cpp contexts are not thread safe
 _llama: Any = None
 _prefixes: PrefixStates | None = None
-_sampling: GreedyGrammar | None = None
+_sampling: GrammarSampler | None = None
 _executor: concurrent.futures.ThreadPoolExecutor | None = None
 #: one entry per model call of this process, for benchmarks (``call_log``)
 _calls: list[CallStats] = []
@@ -97,10 +97,10 @@ def _load_locked() -> Any:
             verbose=False,
         )
         from .prefixes import PrefixStates
-        from .sampling import GreedyGrammar
+        from .sampling import GrammarSampler
 
         _prefixes = PrefixStates(_llama, budget=_state_budget())
-        _sampling = GreedyGrammar(_llama)
+        _sampling = GrammarSampler(_llama)
         atexit.register(_close)
     return _llama
 
