@@ -7,12 +7,14 @@ Runs ``pytest example_project -m ragdive`` in this process with a fresh response
 call reaches the model; the bands are checked as in the main job), then prints per stage:
 calls, prompt tokens, how many of them came from a stored prefix state instead of being
 evaluated, completion tokens and seconds on the model; then the wall time, the thread count,
-and for how many tokens the grammar had to filter the whole vocabulary.
+for how many tokens the grammar had to filter the whole vocabulary, and how many replies are
+the committed recording's (``example_project/.ragdive/cache``) bit for bit.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import tempfile
 import time
@@ -47,23 +49,42 @@ def stage_of(stats: CallStats) -> str:
 
 
 def table(calls: list[CallStats], dialogues: int) -> str:
-    rows: dict[str, list[float]] = defaultdict(lambda: [0, 0, 0, 0, 0.0])
+    rows: dict[str, list[float]] = defaultdict(lambda: [0, 0, 0, 0, 0.0, 0.0])
     for stats in calls:
         row = rows[stage_of(stats)]
         for i, value in enumerate((1, stats.prompt_tokens, stats.reused_tokens,
-                                   stats.completion_tokens, stats.seconds)):
+                                   stats.completion_tokens, stats.seconds,
+                                   stats.prefill_seconds)):
             row[i] += value
-    total = [sum(r[i] for r in rows.values()) for i in range(5)]
-    lines = ["| stage | calls | prompt tokens | reused | evaluated | completion tokens | seconds |",
-             "|---|---|---|---|---|---|---|"]
-    for name, (n, prompt, reused, completion, seconds) in [
+    total = [sum(r[i] for r in rows.values()) for i in range(6)]
+    lines = ["| stage | calls | prompt tokens | reused | evaluated | completion tokens | seconds "
+             "| prefill tok/s | decode tok/s |", "|---|---|---|---|---|---|---|---|---|"]
+    for name, (n, prompt, reused, completion, seconds, prefill) in [
             *sorted(rows.items(), key=lambda item: -item[1][4]), ("total", total)]:
         lines.append(f"| {name} | {n:.0f} | {prompt:,.0f} | {reused:,.0f} | "
-                     f"{prompt - reused:,.0f} | {completion:,.0f} | {seconds:.0f} |")
+                     f"{prompt - reused:,.0f} | {completion:,.0f} | {seconds:.0f} | "
+                     f"{(prompt - reused) / max(prefill, 1e-9):.0f} | "
+                     f"{completion / max(seconds - prefill, 1e-9):.1f} |")
     _, prompt, reused, *_ = total
     lines.append(f"\nprompt tokens evaluated per dialogue: {(prompt - reused) / dialogues:,.0f} "
                  f"of {prompt / dialogues:,.0f}")
     return "\n".join(lines)
+
+
+def compare(cache: Path, recording: Path) -> str:
+    """How many replies in ``cache`` are the recording's reply for the same request."""
+    same, differ, new = 0, 0, 0
+    for entry in cache.rglob("*.json"):
+        recorded = recording / entry.parent.name / entry.name
+        if not recorded.exists():
+            new += 1
+        elif json.loads(entry.read_text())["response"] == json.loads(
+                recorded.read_text())["response"]:
+            same += 1
+        else:
+            differ += 1
+    return (f"replies the same as the committed recording's: {same}; different: {differ}; "
+            f"requests it does not hold: {new}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -76,6 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         status = pytest.main([str(EXAMPLE), "-m", "ragdive", "-q",
                               f"--ragdive-cache-dir={cache}", *args.pytest_args])
         wall = time.perf_counter() - start
+        same = compare(Path(cache), EXAMPLE / ".ragdive" / "cache")
     calls = runtime.call_log()
     dialogues = len(list(EXAMPLE.glob("kb/[bht]*.md")))
     sampling = runtime._sampling
@@ -83,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nwall {wall / 60:.1f} min for the suite (+{load:.0f} s model load), pytest exit "
           f"{int(status)}; llama.cpp threads {runtime._threads()} (see runtime._threads); "
           f"tokens for which the grammar filtered the whole vocabulary: "
-          f"{sampling.filtered if sampling else 0}")
+          f"{sampling.filtered if sampling else 0}; {same}")
     return int(status)
 
 

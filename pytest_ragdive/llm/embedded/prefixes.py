@@ -17,6 +17,7 @@ fresh evaluation would compute.
 from __future__ import annotations
 
 import ctypes
+import time
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -40,6 +41,7 @@ class CallStats:
     completion_tokens: int = 0
     started: float = 0.0  # time.perf_counter() when the call got the model
     seconds: float = 0.0
+    prefill_seconds: float = 0.0  # of ``seconds``, evaluating the prompt; the rest decodes
     prompt: str = ""  # the title of the last user message (cache.prompt_title)
     text: str = ""  # that message, cut at 2,000 characters
 
@@ -76,8 +78,10 @@ class PrefixStates:
         start = self.llama.n_tokens
         assert start % self.chunk == 0, "a prompt must start at a chunk boundary"
         tokens = list(tokens)
+        start = time.perf_counter()
         for i in range(0, len(tokens), self.chunk):
             self._eval(tokens[i : i + self.chunk])
+        self.last.prefill_seconds = time.perf_counter() - start
         self.last_logits = np.ctypeslib.as_array(
             self.llama._ctx.get_logits(), shape=(self.llama.n_vocab(),)
         ).copy()
