@@ -23,6 +23,6 @@ def ragdive_judges() -> ragdive.Judges:
 
 
 # The knowledge base has six documents, all of them retrievable by the bot; the suite talks
-# about three of them so that a live run on two CPU cores stays within half an hour. Use
+# about three of them so that a live run on two CPU cores takes about 13 minutes. Use
 # "kb/*.md" to converse about every document.
 ragdive_document = ragdive.document_fixture("kb/[bht]*.md")
