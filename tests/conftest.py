@@ -27,6 +27,12 @@ def _warm_up() -> None:
 
 _warm_up()
 
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests marked ``first`` (the suite's longest) start first: under xdist one worker runs
+    them while the others run the rest, instead of the run waiting for them at its end."""
+    items.sort(key=lambda item: item.get_closest_marker("first") is None)
+
 # A project under test: a scripted judge (the fake provider), a tiny RAG bot whose
 # behaviour the BOT_MODE environment variable switches, and two documents.
 PROJECT_CONFTEST = '''

@@ -86,6 +86,7 @@ def test_real_server_returns_first_token_logprobs(served: str, tmp_path: Path) -
     assert len(tokens) == 20 and "yes" in tokens  # a probability, not a word
 
 
+@pytest.mark.first  # about 5 minutes on 2 cores
 def test_real_two_turn_dialogue_over_http_with_all_six_metrics(
     served: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
