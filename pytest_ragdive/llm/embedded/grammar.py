@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .runtime import import_llama_cpp, message_text
+from .runtime import message_text
 from .weights import MODEL, EmbeddedModelError
 
 # instructor (1.x, JSON and MD_JSON modes) appends to the first system message:
@@ -171,7 +171,7 @@ def _fill_any(node: Any) -> Any:
 
 @functools.lru_cache(maxsize=128)
 def _grammar(schema_json: str) -> Any:
-    LlamaGrammar = import_llama_cpp().LlamaGrammar
+    from llama_cpp import LlamaGrammar
 
     try:
         return LlamaGrammar.from_json_schema(schema_json, verbose=False)

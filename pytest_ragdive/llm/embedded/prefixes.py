@@ -78,10 +78,10 @@ class PrefixStates:
         start = self.llama.n_tokens
         assert start % self.chunk == 0, "a prompt must start at a chunk boundary"
         tokens = list(tokens)
-        start = time.perf_counter()
+        began = time.perf_counter()
         for i in range(0, len(tokens), self.chunk):
             self._eval(tokens[i : i + self.chunk])
-        self.last.prefill_seconds = time.perf_counter() - start
+        self.last.prefill_seconds = time.perf_counter() - began
         self.last_logits = np.ctypeslib.as_array(
             self.llama._ctx.get_logits(), shape=(self.llama.n_vocab(),)
         ).copy()

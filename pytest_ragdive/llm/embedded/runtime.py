@@ -45,12 +45,6 @@ def message_text(content: Any) -> str:
 
 
 
-def import_llama_cpp() -> Any:
-    import llama_cpp
-
-    return llama_cpp
-
-
 
 
 _lock = threading.Lock()  # one model per process; llama.cpp contexts are not thread safe
@@ -87,8 +81,10 @@ def _state_budget() -> int:
 def _load_locked() -> Any:
     global _llama, _prefixes, _sampling
     if _llama is None:
+        import llama_cpp
+
         path = model_path()
-        _llama = import_llama_cpp().Llama(
+        _llama = llama_cpp.Llama(
             model_path=str(path),
             n_ctx=N_CTX,
             n_threads=(threads := _threads()),

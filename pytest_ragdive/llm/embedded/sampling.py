@@ -119,29 +119,14 @@ class GrammarSampler:
         else:
             values = logits[ids]
         data = _token_data(ids, values)
-        return self._apply(self._chain.sampler, data)
+        return _apply(self._chain.sampler, data)
 
     def _filter(self, ids: np.ndarray | None, logits: np.ndarray) -> np.ndarray:
         """Which of ``ids`` (None: every token) the grammar allows next."""
         ids = np.arange(len(logits)) if ids is None else ids
         data = _token_data(ids, logits[ids])
-        import llama_cpp
-
-        candidates = llama_cpp.llama_token_data_array(
-            data.ctypes.data_as(llama_cpp.llama_token_data_p), len(data), -1, False
-        )
-        llama_cpp.llama_sampler_apply(self._grammar_sampler, ctypes.byref(candidates))
+        _apply(self._grammar_sampler, data)
         return np.asarray(np.isfinite(data["logit"]))
-
-    @staticmethod
-    def _apply(sampler: Any, data: np.ndarray) -> int:
-        import llama_cpp
-
-        candidates = llama_cpp.llama_token_data_array(
-            data.ctypes.data_as(llama_cpp.llama_token_data_p), len(data), -1, False
-        )
-        llama_cpp.llama_sampler_apply(sampler, ctypes.byref(candidates))
-        return int(candidates.data[candidates.selected].id)
 
     def _free(self) -> None:
         if self._grammar_sampler is not None:
@@ -159,3 +144,14 @@ def _token_data(ids: np.ndarray, logits: np.ndarray) -> np.ndarray:
     data["id"] = ids
     data["logit"] = logits
     return data
+
+
+def _apply(sampler: Any, data: np.ndarray) -> int:
+    """Run a llama.cpp sampler over ``data`` in place; the token it selected (-1: none)."""
+    import llama_cpp
+
+    candidates = llama_cpp.llama_token_data_array(
+        data.ctypes.data_as(llama_cpp.llama_token_data_p), len(data), -1, False
+    )
+    llama_cpp.llama_sampler_apply(sampler, ctypes.byref(candidates))
+    return int(candidates.data[candidates.selected].id) if candidates.selected >= 0 else -1
