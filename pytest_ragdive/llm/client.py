@@ -27,7 +27,8 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from . import providers
-from .cache import KEY_FIELDS, ResponseCache, describe
+from .cache import KEY_FIELDS, ResponseCache, describe, request_key
+from .flights import Flights
 from .secrets import SECRET_NAME, mask
 from .structured import MODES, ServedModel, check_mode, request_mode, reshape
 from .usage import record
@@ -230,6 +231,7 @@ class LLMClient:
         self._limits: weakref.WeakKeyDictionary[
             asyncio.AbstractEventLoop, dict[str, asyncio.Semaphore]
         ] = weakref.WeakKeyDictionary()
+        self._flights = Flights()
 
     def served(self, model: str | Model) -> ServedModel:
         """What this client has found out so far about how ``model``'s server takes requests."""
@@ -448,6 +450,14 @@ class LLMClient:
         if reply is not None:
             record(cache_hits=1)
             return reply
+        reply, shared = await self._flights.run(
+            request_key(request), lambda: self._recorded(request, model))
+        if shared:
+            record(cache_hits=1)
+        return reply
+
+    async def _recorded(self, request: dict[str, Any], model: Model) -> dict[str, Any]:
+        """The model's reply to ``request``, retried, counted and stored in the cache."""
         attempt = 0
         while True:
             async with self._slot(model):
