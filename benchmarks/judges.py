@@ -1,13 +1,16 @@
-"""How well each binary judgement of pytest-ragdive agrees with labelled cases.
+"""How well each judgement of pytest-ragdive agrees with labelled cases.
 
     python benchmarks/judges.py                      # the embedded model, every judgement
     python benchmarks/judges.py --model openai/gpt-4o-mini --only correctness
-    python benchmarks/judges.py --only validator              # every validator check
+    python benchmarks/judges.py --only multi_turn --only ragas --only validator
 
-The cases are in benchmarks/judges/ (see its README): balanced, written from documents
-of several kinds. Each case goes through the same prompt and client as a real run, so
-the numbers are those of the package's judges. Prints per judgement the balanced
-accuracy, the confusion matrix, the AUC of the judge's probability and seconds per case.
+The cases are in benchmarks/judges/ (see its README): balanced, written from documents of
+several kinds. Each goes through the package's own prompts and client, so the numbers are
+those of the package's judges. Printed per judgement: balanced accuracy at the package's
+threshold, on the development cases, with a threshold fitted on the other documents' (or
+sources') cases, and on the held-out set; the confusion matrix; the AUC; seconds per case;
+for the two multi-turn judges also how often their verdicts disagree, and what the negated
+question of a debiased judge buys.
 """
 
 from __future__ import annotations
@@ -20,125 +23,156 @@ import time
 from pathlib import Path
 from typing import Any
 
+from judge_cases import HERE, documents, held_out, load, pearson, row, turns_of
+
 from pytest_ragdive.engine import validator
 from pytest_ragdive.engine.dialogue import run_blocking
-from pytest_ragdive.engine.evaluator import JUDGES, yes_probability
-from pytest_ragdive.engine.models import Document, GeneratedTurn, RagAnswer, Turn
+from pytest_ragdive.engine.evaluator import JUDGES, RagasMetrics, combine, judge_prompts
+from pytest_ragdive.engine.models import GeneratedTurn, RagAnswer, Turn
 from pytest_ragdive.llm.cache import ResponseCache
-from pytest_ragdive.llm.client import LLMClient
+from pytest_ragdive.llm.client import LLMClient, Model
 
-HERE = Path(__file__).parent / "judges"
 EMBEDDED = "embedded/qwen2.5-coder-1.5b"
+MULTI_TURN = ("forgetfulness", "context_retention")
+SECTIONS = ("correctness", "multi_turn", "ragas", "validator")
 
 
-def load_cases(name: str) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (HERE / f"{name}.jsonl").read_text().splitlines() if line]
-
-
-def documents(folder: Path) -> dict[str, Document]:
-    return {p.stem: Document(id=p.stem, text=p.read_text()) for p in sorted(folder.glob("*.md"))}
-
-
-def turns_of(case: dict[str, Any]) -> tuple[Turn, list[Turn]]:
-    """The judged turn and the turns before it, as a dialogue would hold them."""
-    earlier = [
-        Turn(index=i, generated=GeneratedTurn(rag_input=h["user"], standalone_question=h["user"],
-                                              ground_truth="", question_type="follow_up"),
-             answer=RagAnswer(answer=h["assistant"]))
-        for i, h in enumerate(case.get("history", []), 1)
-    ]
-    turn = Turn(
-        index=len(earlier) + 1,
-        generated=GeneratedTurn(rag_input=case["rag_input"],
-                                standalone_question=case["standalone_question"],
-                                ground_truth=case["ground_truth"],
-                                question_type="follow_up" if earlier else "initial"),
-        answer=RagAnswer(answer=case["answer"]),
-    )
-    return turn, earlier
-
-
-def auc(scores: list[float], labels: list[int]) -> float:
-    """Probability that a random positive case scores above a random negative one."""
-    pos = [s for s, y in zip(scores, labels) if y]
-    neg = [s for s, y in zip(scores, labels) if not y]
-    pairs = [(p > n) + 0.5 * (p == n) for p in pos for n in neg]
-    return sum(pairs) / len(pairs) if pairs else float("nan")
-
-
-def report(name: str, predicted: list[int], labels: list[int], scores: list[float],
-           seconds: float) -> dict[str, Any]:
-    tp = sum(p and y for p, y in zip(predicted, labels))  # "positive": a score of 1
-    tn = sum(not p and not y for p, y in zip(predicted, labels))
-    fp = sum(p and not y for p, y in zip(predicted, labels))
-    fn = sum(not p and y for p, y in zip(predicted, labels))
-    balanced = ((tp / (tp + fn) if tp + fn else 0) + (tn / (tn + fp) if tn + fp else 0)) / 2
-    row = {"judgement": name, "cases": len(labels), "balanced_accuracy": round(balanced, 3),
-           "tp": tp, "fn": fn, "tn": tn, "fp": fp, "auc": round(auc(scores, labels), 3),
-           "s_per_case": round(seconds / max(1, len(labels)), 2)}
-    print(f"| {name} | {len(labels)} | {row['balanced_accuracy']:.3f} | {tp} / {fn} | {tn} / {fp} "
-          f"| {row['auc']:.3f} | {row['s_per_case']:.2f} |", flush=True)
-    return row
-
-
-def balanced(predicted: list[int], labels: list[int]) -> float:
-    pos = [p for p, y in zip(predicted, labels) if y]
-    neg = [1 - p for p, y in zip(predicted, labels) if not y]
-    return (sum(pos) / max(1, len(pos)) + sum(neg) / max(1, len(neg))) / 2
-
-
-def best_threshold(p_yes: list[float], labels: list[int], yes_scores_one: bool) -> float:
-    """The P(yes) threshold with the best balanced accuracy on these cases."""
-    candidates = sorted({0.5, *(round(p, 4) for p in p_yes)})
-    return max(candidates, key=lambda t: (
-        balanced([int((p >= t) == yes_scores_one) for p in p_yes], labels), -abs(t - 0.5)))
-
-
-def cross_validated(p_yes: list[float], labels: list[int], groups: list[str],
-                    yes_scores_one: bool) -> list[int]:
-    """Predictions with a threshold fitted on the other documents' cases only."""
-    predicted = []
-    for p, group in zip(p_yes, groups):
-        rest = [(q, y) for q, y, g in zip(p_yes, labels, groups) if g != group]
-        t = best_threshold([q for q, _ in rest], [y for _, y in rest], yes_scores_one)
-        predicted.append(int((p >= t) == yes_scores_one))
-    return predicted
-
-
-async def judge_metric(client: LLMClient, model: str, metric: str) -> list[dict[str, Any]]:
-    yes_scores_one, threshold = JUDGES[metric].yes_scores_one, JUDGES[metric].threshold
-    cases = load_cases(metric)
-    probabilities = []
-    start = time.perf_counter()
+async def answers(client: LLMClient, model: str, metric: str,
+                  cases: list[dict[str, Any]]) -> tuple[list[list[float]], float]:
+    """P(yes) of each of the judge's questions (the question, and its negation if it has
+    one) per case, and the seconds they took."""
+    start, out = time.perf_counter(), []
     for case in cases:
         turn, earlier = turns_of(case)
-        probabilities.append(await yes_probability(client, model, metric, turn, earlier))
-    seconds = time.perf_counter() - start
-    labels = [int(case["label"]) for case in cases]
-    scores = [p if yes_scores_one else 1 - p for p in probabilities]  # P(score 1)
-    rows = [report(f"{metric} (threshold {threshold})",
-                   [int((p >= threshold) == yes_scores_one) for p in probabilities],
-                   labels, scores, seconds)]
-    fitted = best_threshold(probabilities, labels, yes_scores_one)
-    groups = [case["document"] for case in cases]
-    rows.append(report(f"{metric} (threshold fitted per held-out document; on all: {fitted:.3f})",
-                       cross_validated(probabilities, labels, groups, yes_scores_one),
-                       labels, scores, seconds))
+        out.append([await client.yes_probability(model, [{"role": "user", "content": prompt}])
+                    for prompt in judge_prompts(metric, turn, earlier)])
+    return out, time.perf_counter() - start
+
+
+def score_one(metric: str, p_yes: float) -> float:
+    """P(score 1) from the judge's P(yes)."""
+    return p_yes if JUDGES[metric].yes_scores_one else 1 - p_yes
+
+
+def verdicts(metric: str, probabilities: list[float]) -> list[int]:
+    judge = JUDGES[metric]
+    return [int((p >= judge.threshold) == judge.yes_scores_one) for p in probabilities]
+
+
+def report_judge(metric: str, label: str, dev: list[dict[str, Any]], dev_answers: list[list[float]],
+                 seconds: float, heldout: list[dict[str, Any]] | None = None,
+                 heldout_answers: list[list[float]] | None = None,
+                 group: str = "document") -> list[dict[str, Any]]:
+    threshold = JUDGES[metric].threshold
+    p_yes = [combine(a) for a in dev_answers]
+    labels = [int(c[label]) for c in dev]
+    scores = [score_one(metric, p) for p in p_yes]
+    rows = [row(f"{metric}, threshold {threshold} (the package's)", verdicts(metric, p_yes),
+                labels, scores, seconds),
+            row(f"{metric}, threshold fitted per held-out {group}",
+                held_out(scores, labels, [c[group] for c in dev]), labels, scores)]
+    if len(dev_answers[0]) == 2:  # what the negated question buys
+        asked = [score_one(metric, a[0]) for a in dev_answers]
+        rows.append(row(f"{metric}, the question alone (no negation), fitted per held-out {group}",
+                        held_out(asked, labels, [c[group] for c in dev]), labels, asked))
+    if heldout is not None and heldout_answers is not None:
+        p_held = [combine(a) for a in heldout_answers]
+        rows.append(row(f"{metric}, threshold {threshold}, **held-out set**",
+                        verdicts(metric, p_held), [int(c[label]) for c in heldout],
+                        [score_one(metric, p) for p in p_held]))
     return rows
 
 
-async def validator_checks(
-    client: LLMClient, model: str, only: list[str] | None
-) -> list[dict[str, Any]]:
+def agreement(name: str, cases: list[dict[str, Any]],
+              by_metric: dict[str, list[list[float]]]) -> dict[str, Any]:
+    """How often the two multi-turn verdicts disagree ("kept the thread" against
+    "consistent"), against how often the labels do, and the correlation of the scores."""
+    kept = [1 - v for v in verdicts("forgetfulness", [combine(a) for a in by_metric["forgetfulness"]])]
+    consistent = verdicts("context_retention", [combine(a) for a in by_metric["context_retention"]])
+    labelled = [(1 - c["forgetfulness"], c["context_retention"]) for c in cases]
+    f_scores = [1 - score_one("forgetfulness", combine(a)) for a in by_metric["forgetfulness"]]
+    r_scores = [score_one("context_retention", combine(a)) for a in by_metric["context_retention"]]
+    figures = {
+        "set": name, "cases": len(cases),
+        "verdicts_disagree": sum(k != c for k, c in zip(kept, consistent)),
+        "labels_disagree": sum(k != c for k, c in labelled),
+        "both_right_where_labels_disagree": sum(
+            (k, c) == lab for k, c, lab in zip(kept, consistent, labelled) if lab[0] != lab[1]),
+        "verdict_correlation": round(pearson(kept, consistent), 3),
+        "score_correlation": round(pearson(f_scores, r_scores), 3),
+    }
+    print(f"| {name} | {len(cases)} | {figures['verdicts_disagree']} | {figures['labels_disagree']} "
+          f"| {figures['both_right_where_labels_disagree']} | {figures['verdict_correlation']:.3f} "
+          f"| {figures['score_correlation']:.3f} |", flush=True)
+    return figures
+
+
+async def multi_turn(client: LLMClient, model: str) -> list[dict[str, Any]]:
+    dev = load(HERE / "multi_turn.jsonl")
+    heldout = load(HERE / "heldout" / "multi_turn.jsonl")
+    rows, got = [], {}
+    for metric in MULTI_TURN:
+        dev_answers, seconds = await answers(client, model, metric, dev)
+        held_answers, _ = await answers(client, model, metric, heldout)
+        got[metric] = (dev_answers, held_answers)
+        rows += report_judge(metric, metric, dev, dev_answers, seconds, heldout, held_answers)
+    print("\n| set | cases | verdicts disagree | labels disagree | both verdicts right where the "
+          "labels disagree | correlation of verdicts | correlation of scores |\n|---|---|---|---|---|---|---|")
+    for name, cases, index in (("development", dev, 0), ("held-out", heldout, 1)):
+        rows.append(agreement(name, cases, {m: got[m][index] for m in MULTI_TURN}))
+    return rows
+
+
+async def correctness(client: LLMClient, model: str) -> list[dict[str, Any]]:
+    """Correctness over every source of cases, and held out by source."""
+    cases = [{"source": "short", **c} for c in load(HERE / "correctness.jsonl")]
+    cases += load(HERE / "correctness_sources.jsonl")
+    got, seconds = await answers(client, model, "correctness", cases)
+    rows = report_judge("correctness", "label", cases, got, seconds, group="source")
+    p_yes = [combine(a) for a in got]
+    labels = [int(c["label"]) for c in cases]
+    sources = [c["source"] for c in cases]
+    fitted = held_out(p_yes, labels, sources)  # each source with a threshold from the others
+    for source in dict.fromkeys(sources):
+        chosen = [i for i, s in enumerate(sources) if s == source]
+        mine = [p_yes[i] for i in chosen], [labels[i] for i in chosen]
+        rows.append(row(f"correctness, source `{source}`, the package's threshold",
+                        verdicts("correctness", mine[0]), mine[1], mine[0]))
+        rows.append(row(f"correctness, source `{source}`, threshold fitted on the other sources",
+                        [fitted[i] for i in chosen], mine[1], mine[0]))
+    return rows
+
+
+async def ragas_metrics(client: LLMClient, model: str) -> list[dict[str, Any]]:
+    """The three ragas metrics on statement-level and per-context cases; a score is
+    taken as 1 when it is 1: every claim supported, the context useful, every statement
+    of the reference found (a label-0 case has exactly one claim, context or statement
+    that fails)."""
+    metrics = RagasMetrics(client, Model(model))
+    rows = []
+    for metric in ("faithfulness", "context_precision", "context_recall"):
+        cases = load(HERE / "ragas" / f"{metric}.jsonl")
+        start, scores = time.perf_counter(), []
+        for case in cases:
+            turn = Turn(index=1, generated=GeneratedTurn(
+                rag_input=case["question"], standalone_question=case["question"],
+                ground_truth=case.get("reference", ""), question_type="initial"),
+                answer=RagAnswer(answer=case.get("response", ""), contexts=case["contexts"]))
+            judgement = await metrics.job(metric, turn)()
+            scores.append(0.5 if judgement.score is None else judgement.score)
+        labels = [int(c["label"]) for c in cases]
+        rows.append(row(f"{metric} (ragas), score 1", [int(s >= 0.999) for s in scores],
+                        labels, scores, time.perf_counter() - start))
+    return rows
+
+
+async def validator_checks(client: LLMClient, model: str) -> list[dict[str, Any]]:
     """Every check of the validator on its labelled cases: the exact ones by code, the
     others by the validator model (its P(yes) against the validator's threshold)."""
     docs = documents(HERE / "validator" / "documents")
-    cases = [json.loads(line) for line in
-             (HERE / "validator" / "cases.jsonl").read_text().splitlines() if line]
+    cases = load(HERE / "validator" / "cases.jsonl")
     rows = []
     for check in dict.fromkeys(case["check"] for case in cases):
-        if only and f"validator.{check}" not in only:
-            continue
         chosen = [case for case in cases if case["check"] == check]
         predicted, scores = [], []
         start = time.perf_counter()
@@ -157,31 +191,30 @@ async def validator_checks(
             scores.append(p_yes)
         labels = [int(case["label"]) for case in chosen]
         kind = "model" if check in validator.QUESTIONS else "exact"
-        rows.append(report(f"validator.{check} ({kind})", predicted, labels, scores,
-                           time.perf_counter() - start))
+        rows.append(row(f"validator.{check} ({kind})", predicted, labels, scores,
+                        time.perf_counter() - start))
     return rows
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--model", default=EMBEDDED,
-                        help="litellm model name (default: %(default)s)")
-    parser.add_argument("--only", action="append", help="a judgement to run (repeatable)")
+    parser.add_argument("--model", default=EMBEDDED, help="litellm model name (default: %(default)s)")
+    parser.add_argument("--only", action="append", choices=SECTIONS,
+                        help="a section to run (repeatable; default: all)")
     parser.add_argument("--cache-dir", help="reuse recorded answers (default: a new temp folder)")
     parser.add_argument("--json", help="also write the rows to this file")
     args = parser.parse_args(argv)
-    chosen = [m for m in JUDGES if not args.only or m in args.only]
     client = LLMClient(ResponseCache(Path(args.cache_dir or tempfile.mkdtemp()), "new"))
-    print(f"model {args.model}\n")
-    print("| judgement | cases | balanced accuracy | TP / FN | TN / FP | AUC | s per case |")
-    print("|---|---|---|---|---|---|---|")
+    runs = {"correctness": correctness, "multi_turn": multi_turn, "ragas": ragas_metrics,
+            "validator": validator_checks}
+    print(f"model {args.model}")
 
     async def run() -> list[dict[str, Any]]:
-        rows = [row for metric in chosen for row in await judge_metric(client, args.model, metric)]
-        validator_only = [o for o in args.only or [] if o.startswith("validator")]
-        if not args.only or validator_only:
-            rows += await validator_checks(client, args.model,
-                                           [o for o in validator_only if o != "validator"])
+        rows = []
+        for section in args.only or SECTIONS:
+            print(f"\n| judgement | cases | balanced accuracy | TP / FN | TN / FP | AUC | s per case |"
+                  f"\n|---|---|---|---|---|---|---|")
+            rows += await runs[section](client, args.model)
         return rows
 
     rows = run_blocking(run())

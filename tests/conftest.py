@@ -43,11 +43,13 @@ from pytest_ragdive.llm.scripted import scripted
 
 def yes(messages):
     """P(yes) of a yes/no question: the multi-turn judges find that a reply with no memory
-    does not answer what the user meant; everything else passes."""
+    neither answers what the user meant nor agrees with the conversation; everything else
+    passes."""
     prompt = messages[-1]["content"]
-    multi_turn = prompt.startswith("Question:") and "Reference answer" not in prompt
-    answers = 0.1 if multi_turn and "(no memory)" in prompt else 0.9
-    return 1 - answers if "fail to answer" in prompt else answers
+    multi_turn = prompt.startswith(("Question:", "The conversation so far:"))
+    reply = prompt.rsplit("eply: ", 1)[-1]  # the judged reply ("Reply:", "Latest reply:")
+    good = 0.1 if multi_turn and "Reference answer" not in prompt and "(no memory)" in reply else 0.9
+    return 1 - good if "fail to answer" in prompt or "contradict something" in prompt else good
 
 JUDGE = scripted({"YesNo": yes}, name="judge")
 

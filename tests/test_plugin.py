@@ -103,7 +103,7 @@ def test_unknown_marker_option_is_a_collection_error(pytester):
     assert result.ret == pytest.ExitCode.INTERRUPTED
     result.stdout.fnmatch_lines([
         "*unknown option(s) persona; valid options: turns, role, metrics, max_regenerations, "
-        "validation, runs, documents*"])
+        "validation, validator_checks, runs, documents*"])
 
 
 def test_bad_marker_value_is_a_collection_error(pytester):

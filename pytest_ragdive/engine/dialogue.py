@@ -26,7 +26,7 @@ from .models import (
     Verdict,
 )
 from .settings import check_all, default, scored_metrics
-from .validator import exact_verdict, judge_turn
+from .validator import asks_model, exact_verdict, judge_turn
 
 T = TypeVar("T")
 
@@ -64,6 +64,7 @@ async def arun_dialogue(
     metrics: Sequence[str] | None = None,
     max_regenerations: int = default("max_regenerations"),
     validation: str = default("validation"),
+    validator_checks: str = default("validator_checks"),
     seed: int = default("seed"),
     client: LLMClient | None = None,
     cache_dir: str | Path = default("cache_dir"),
@@ -85,7 +86,7 @@ async def arun_dialogue(
     """
     check_all(
         {"turns": turns, "role": role, "max_regenerations": max_regenerations,
-         "validation": validation, "seed": seed, "record_mode": record_mode,
+         "validation": validation, "validator_checks": validator_checks, "seed": seed, "record_mode": record_mode,
          "adapter_timeout": adapter_timeout, "dialogue_timeout": dialogue_timeout},
         "arun_dialogue",
     )  # before any model call
@@ -98,7 +99,8 @@ async def arun_dialogue(
         try:
             await asyncio.wait_for(
                 _converse(dialogue, document, adapter, judges, client, turns, max_regenerations,
-                          validation, seed, adapter_timeout, report, chosen),
+                          validation, asks_model(judges.models["validator"], validator_checks), seed,
+                          adapter_timeout, report, chosen),
                 dialogue_timeout,
             )
         except asyncio.TimeoutError:
@@ -122,6 +124,7 @@ async def _converse(
     turns: int,
     max_regenerations: int,
     validation: str,
+    model_checks: bool,
     seed: int,
     adapter_timeout: float,
     report: Progress,
@@ -141,12 +144,12 @@ async def _converse(
             candidate = await generate_turn(
                 client, models["generator"], document=document, role=dialogue.role,
                 history=dialogue.turns, feedback=feedback,
-                temperature=judges.generator_temperature, seed=seed + attempt,
+                temperature=judges.generator_temperature, seed=seed, attempt=attempt,
             )
             report(document.id, index, "validate")
             verdict = exact_verdict(candidate, document, dialogue.turns)
             validated = not (validation == "once" and judged)
-            if verdict.valid and validated:
+            if verdict.valid and validated and model_checks:
                 verdict = await judge_turn(
                     client, models["validator"], document=document, history=dialogue.turns,
                     candidate=candidate,
@@ -181,9 +184,9 @@ async def _converse(
     await evaluate(dialogue, client, models["evaluator"], metrics)
 
 
-#: faults an attempt may have and still be used under validation "once", best first: not
-#: leaning on the conversation; that and asking again. An invented answer key never is.
-_TOLERABLE = ({"rag_input_not_connected"}, {"rag_input_not_connected", "question_not_consistent"})
+#: faults an attempt may have and still be used under validation "once": not leaning on
+#: the conversation. A repeated question or an invented answer key never is.
+_TOLERABLE = ({"rag_input_not_connected"},)
 
 
 def _better_fallback(

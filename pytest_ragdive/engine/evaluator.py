@@ -31,9 +31,8 @@ class BinaryJudge:
 
     Small models say "yes" to almost anything: where it measured better, the question is
     also asked negated, and the mean of P(yes | question) and 1 - P(yes | negation)
-    cancels that bias. The generator's stand-alone question already says what the user
-    meant, so the multi-turn judges ask whether the reply answers *that*: a question a
-    1.5B model can answer, unlike "did the assistant forget?" (benchmarks/judges.py).
+    cancels that bias (:func:`combine`). Each question is narrow enough for a 1.5B model
+    to answer, unlike "did the assistant forget?" (benchmarks/judges.py).
     """
 
     question: str
@@ -44,8 +43,6 @@ class BinaryJudge:
     threshold: float  # P(yes) from which the answer is yes, calibrated on labelled cases
 
 
-ANSWERS_IT = "Does the reply answer this question?"
-FAILS_IT = "Does the reply fail to answer this question, or answer a different one?"
 JUDGES: dict[str, BinaryJudge] = {
     "correctness": BinaryJudge(
         "Does the reply give the answer of the reference answer: the same facts and figures, "
@@ -53,13 +50,21 @@ JUDGES: dict[str, BinaryJudge] = {
         "the reply gives the reference answer", "the reply does not give the reference answer",
         True, 0.66,
     ),
+    # what the reply is about: the generator's stand-alone question names the referent and
+    # the constraints the conversation established, so the judge needs it and the reply only
     "forgetfulness": BinaryJudge(
-        ANSWERS_IT, FAILS_IT, "the reply answers what the user meant",
-        "the reply does not answer what the user meant", False, 0.5,
+        "Does the reply answer this question?",
+        "Does the reply fail to answer this question, or answer a different one?",
+        "the reply answers what the user meant", "the reply does not answer what the user meant",
+        False, 0.5,
     ),
+    # whether the reply is consistent with what was said: the judge reads the conversation
     "context_retention": BinaryJudge(
-        ANSWERS_IT, FAILS_IT, "the reply answers what the user meant",
-        "the reply does not answer what the user meant", True, 0.55,
+        "Does the latest reply agree with everything said earlier in the conversation?",
+        "Does the latest reply contradict something said earlier in the conversation?",
+        "the reply agrees with what was said earlier",
+        "the reply contradicts something said earlier in the conversation",
+        True, 0.5,
     ),
 }
 
@@ -75,7 +80,7 @@ async def evaluate(
     recording (record mode ``none``) or a failing provider is not a scoring problem
     and propagates.
     """
-    ragas = _RagasMetrics(client, model) if set(metrics) & set(RAGAS_METRICS) else None
+    ragas = RagasMetrics(client, model) if set(metrics) & set(RAGAS_METRICS) else None
     jobs: list[tuple[Turn, str, Callable[[], Awaitable[Judgement]]]] = []
     for turn in dialogue.turns:
         earlier = dialogue.turns[: turn.index - 1]
@@ -163,10 +168,14 @@ async def yes_probability(
     client: LLMClient, model: Model | str, metric: str, turn: Turn, earlier: list[Turn]
 ) -> float:
     """The judge's probability that the answer to ``metric``'s question about ``turn`` is yes."""
-    answers = await asyncio.gather(*(
+    return combine(await asyncio.gather(*(
         client.yes_probability(model, [{"role": "user", "content": prompt}])
         for prompt in judge_prompts(metric, turn, earlier)
-    ))
+    )))
+
+
+def combine(answers: Sequence[float]) -> float:
+    """P(yes) of a judge from its answers: the question's, debiased by its negation's."""
     return answers[0] if len(answers) == 1 else (answers[0] + 1 - answers[1]) / 2
 
 
@@ -183,7 +192,7 @@ def judge_prompts(metric: str, turn: Turn, earlier: list[Turn]) -> list[str]:
     return [render(metric, ask=ask, **context) for ask in (judge.question, judge.negation) if ask]
 
 
-class _RagasMetrics:
+class RagasMetrics:
     """ragas' metric objects over an LLM whose calls go through our client."""
 
     def __init__(self, client: LLMClient, model: Model) -> None:

@@ -78,6 +78,11 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
     Setting("validation", str, "until_valid", "until_valid: the validator checks every "
             "attempt; once: it checks one per turn, as in the RAG-DIVE paper",
             (MARKER, INI, DIALOGUE), choices=("until_valid", "once")),
+    Setting("validator_checks", str, "auto", "the validator model's yes/no checks: auto asks "
+            "them of any model but the embedded one, whose answers measured at chance "
+            "(benchmarks/README.md), so there the exact checks alone validate; all or exact "
+            "(none) whatever the model", (MARKER, INI, DIALOGUE),
+            choices=("auto", "all", "exact")),
     Setting("runs", int, 3, "baseline runs per item on --ragdive-update", (CLI, MARKER, INI),
             minimum=1, ini_name="ragdive_baseline_runs", metavar="N"),
     Setting("seed", int, 0, "first generator seed: a check uses it, an update N, N+1, ...; a "

@@ -56,6 +56,15 @@ FIRST_TURN = ("evidence_in_source", "reads_naturally", "answer_supported")
 THRESHOLD = 0.5
 
 
+def asks_model(model: Model, setting: str) -> bool:
+    """Whether the validator model's checks run (setting ``validator_checks``): on the
+    embedded model each one answered at chance on its labelled cases, so ``auto`` leaves
+    them to models that can."""
+    if setting == "auto":
+        return not model.name.startswith("embedded/")
+    return setting == "all"
+
+
 def exact_verdict(candidate: GeneratedTurn, document: Document, history: list[Turn]) -> Verdict:
     """The exact checks' verdict on ``candidate``."""
     earlier = [t.generated for t in history]
@@ -64,11 +73,8 @@ def exact_verdict(candidate: GeneratedTurn, document: Document, history: list[Tu
         "reads_naturally": checks.mentions_source(candidate),
     }
     if history:
-        found["refers_back"] = checks.refers_back(
-            candidate.rag_input,
-            [q for t in earlier for q in (t.rag_input, t.standalone_question)],
-            [text for t in history for text in (t.generated.ground_truth, t.answer.answer)],
-        )
+        found["refers_back"] = checks.follow_up_fault(
+            candidate.rag_input, candidate.standalone_question, history)
         found["not_repeated"] = checks.repeated_question(candidate, earlier)
     return _verdict({check: reason for check, reason in found.items() if reason})
 

@@ -40,6 +40,7 @@ class ItemSettings:
     metrics: tuple[str, ...]
     max_regenerations: int
     validation: str
+    validator_checks: str
     runs: int
 
 
@@ -88,7 +89,8 @@ class Options:
             metrics = scored_metrics(tuple(chosen) if chosen else None, turns, where)
             return ItemSettings(turns=turns, role=pick("role"), metrics=metrics,
                                 max_regenerations=pick("max_regenerations"),
-                                validation=pick("validation"), runs=pick("runs"))
+                                validation=pick("validation"),
+                                validator_checks=pick("validator_checks"), runs=pick("runs"))
         except SettingError as exc:
             raise pytest.UsageError(str(exc)) from None
 

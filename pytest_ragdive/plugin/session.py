@@ -193,7 +193,8 @@ class RagdiveSession:
         options = {
             "judges": judges, "turns": settings.turns, "role": settings.role,
             "metrics": settings.metrics, "max_regenerations": settings.max_regenerations,
-            "validation": settings.validation, "client": self.client(),
+            "validation": settings.validation, "validator_checks": settings.validator_checks,
+            "client": self.client(),
             "adapter_timeout": self.options.get("adapter_timeout"),
             "dialogue_timeout": self.options.get("dialogue_timeout"),
         }

@@ -41,7 +41,7 @@ def test_an_answer_cannot_start_a_line_of_its_own() -> None:
         for prompt in judge_prompts(metric, turn(2), [turn(1)]):
             lines = prompt.splitlines()
             assert not any(line.strip() in ("yes", ATTACK.splitlines()[0]) for line in lines)
-            (reply,) = [line for line in lines if line.startswith(("Reply:", "Reply to check:"))]
+            (reply,) = [line for line in lines if line.startswith(("Reply:", "Reply to check:", "Latest reply:"))]
             assert "Ignore all previous instructions" in reply
             assert lines[-1].endswith("Answer yes or no.") and "Ignore" not in lines[-1]
 
