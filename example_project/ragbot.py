@@ -39,8 +39,8 @@ KB_DIR = HERE / "kb"
 DEFAULT_MODEL = "embedded/qwen2.5-coder-1.5b"
 DEFAULT_CACHE = HERE / ".ragdive" / "cache"
 
-HistoryMode = Literal["full", "last3", "none"]
-HISTORY_MODES: tuple[HistoryMode, ...] = ("full", "last3", "none")
+HistoryMode = Literal["full", "last3", "first", "none"]
+HISTORY_MODES: tuple[HistoryMode, ...] = ("full", "last3", "first", "none")
 
 SYSTEM_PROMPT = (
     "You are CityGuide, the help desk of the city of Brenmouth. Answer the user's "
@@ -168,6 +168,8 @@ class RagBot:
             return []
         if self.history == "last3":
             return list(history[-3:])
+        if self.history == "first":  # the paper's second condition: the first question only
+            return [m for m in history if m.role == "user"][:1]
         return list(history)
 
     def retrieve(self, question: str, history: list[Message]) -> list[Chunk]:

@@ -9,6 +9,10 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
+from pytest_ragdive.engine import validator
+from pytest_ragdive.engine.evaluator import JUDGES
+from pytest_ragdive.engine.metrics import MULTI_TURN_METRICS
+
 from .workload import Config
 
 
@@ -20,16 +24,23 @@ def eval_chains(turns: int, contexts: int) -> list[tuple[str, int]]:
     generation, then NLI over the joined contexts (2 calls in a row); ContextPrecision
     (WithReference).ascore awaits one call per retrieved context in a ``for`` loop (one
     call after the other, not gathered); ContextRecall.ascore makes one call over the
-    joined contexts. correctness, forgetfulness and context_retention are one yes/no call
-    each (the multi-turn two ask twice, at once); the multi-turn two start at turn 2.
+    joined contexts. The binary judges make one yes/no call per question they ask, at
+    once (``evaluator.JUDGES``: a debiased one asks its negation too); the multi-turn
+    ones start at turn 2.
     """
     chains: list[tuple[str, int]] = []
     for turn in range(1, turns + 1):
-        chains += [("correctness", 1), ("faithfulness", 2),
-                   ("context_precision", contexts), ("context_recall", 1)]
-        if turn > 1:
-            chains += [("forgetfulness", 1), ("context_retention", 1)]
+        chains += [("faithfulness", 2), ("context_precision", contexts), ("context_recall", 1)]
+        for metric, judge in JUDGES.items():
+            if turn > 1 or metric not in MULTI_TURN_METRICS:
+                chains += [(metric, 1)] * (1 + (judge.negation is not None))
     return chains
+
+
+def validator_calls(turn: int) -> int:
+    """The validator model's yes/no calls on one attempt at ``turn`` (they run at once),
+    for a model that is asked them (the scripted one is: ``validator.asks_model``)."""
+    return len([c for c in validator.QUESTIONS if turn > 1 or c in validator.FIRST_TURN])
 
 
 @dataclass(frozen=True)
@@ -46,13 +57,15 @@ class Structure:
 
 
 def structure(turns: int, contexts: int) -> Structure:
-    """Per turn: generator call, then validator call (no rejections with the default
-    replies), then the adapter call; after the last turn, every judgement at once, so
-    the evaluation adds the longest judgement chain."""
+    """Per turn: generator call, then the validator's calls at once (no rejections with
+    the default replies), then the adapter call; after the last turn, every judgement at
+    once, so the evaluation adds the longest judgement chain."""
     chains = eval_chains(turns, contexts)
     depth = max(n for _, n in chains)
-    return Structure(model_chain=2 * turns + depth, adapter_chain=turns, eval_depth=depth,
-                     calls=2 * turns + sum(n for _, n in chains))
+    validating = [validator_calls(t) for t in range(1, turns + 1)]
+    return Structure(model_chain=turns + sum(1 for v in validating if v) + depth,
+                     adapter_chain=turns, eval_depth=depth,
+                     calls=turns + sum(validating) + sum(n for _, n in chains))
 
 
 def ideal_makespan(cfg: Config, hold: float | None = None) -> float:
@@ -90,14 +103,25 @@ def ideal_makespan(cfg: Config, hold: float | None = None) -> float:
             free += 1
         then()
 
-    def chain(steps: Sequence[str], then: Callable[[], None]) -> None:
+    def chain(steps: Sequence[str | int], then: Callable[[], None]) -> None:
+        """Steps in order: "m" a model call, "a" an adapter call, n > 0 that many model
+        calls at once (the next step waits for all)."""
         def step(i: int) -> None:
             if i == len(steps):
                 then()
             elif steps[i] == "m":
                 model(lambda: step(i + 1))
-            else:
+            elif steps[i] == "a":
                 at(cfg.adapter_latency, lambda: step(i + 1))
+            else:
+                left = [int(steps[i])]
+
+                def one_done() -> None:
+                    left[0] -= 1
+                    if left[0] == 0:
+                        step(i + 1)
+                for _ in range(int(steps[i])):
+                    model(one_done)
         step(0)
 
     def dialogue() -> None:
@@ -114,7 +138,10 @@ def ideal_makespan(cfg: Config, hold: float | None = None) -> float:
             for _, n in chains:
                 chain("m" * n, joined)
 
-        chain("mma" * cfg.turns, evaluate)
+        turns: list[str | int] = []
+        for turn in range(1, cfg.turns + 1):
+            turns += ["m", *([validator_calls(turn)] if validator_calls(turn) else []), "a"]
+        chain(turns, evaluate)
 
     for _ in range(cfg.documents):
         dialogue()

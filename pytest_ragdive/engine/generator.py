@@ -1,9 +1,8 @@
 """Stage 1, the Conversation Generator: an LLM playing a user writes the next turn.
 
 Each turn asks about one fact of the document that no turn has asked about yet, chosen
-by seed, near the last one (in its paragraph) while there are any: a small model left
-to choose asks the same thing again and again, and a fact given is an answer key the
-document states. The model writes the question, its stand-alone form and the answer; a
+by seed among those nearest the last turn: a small model left to choose asks the same
+thing again and again, and a fact given is an answer key the document states. The model writes the question, its stand-alone form and the answer; a
 follow-up that the model wrote out in full is put as a user types it, with "it" for the
 subject it names (``checks.pronoun_form``).
 """
@@ -58,17 +57,26 @@ def facts(document: Document) -> list[list[str]]:
 
 
 def next_fact(document: Document, history: list[Turn], seed: int, attempt: int) -> str:
-    """The fact the next turn asks about: one no turn used, in the last turn's paragraph
-    when it has one left, drawn by ``seed`` (and ``attempt``, so a retry may take
-    another)."""
+    """The fact the next turn asks about: one no turn used, drawn by ``seed`` (and
+    ``attempt``, so a retry may take another) among those that share the most words
+    with the last turn (words most facts share, the document's own subject, left out),
+    else among those of the last turn's paragraph."""
+    paragraphs = facts(document) or [[document.text.strip()]]
+    every = [f for p in paragraphs for f in p]
     used = {t.generated.evidence for t in history}
-    paragraphs = [[f for f in p if f not in used] for p in facts(document)]
-    if not any(paragraphs):
-        paragraphs = facts(document) or [[document.text.strip()]]  # every fact asked about
-    last = history[-1].generated.evidence if history else None
-    near = [p for p, whole in zip(paragraphs, facts(document)) if last in whole and p]
-    pool = near[0] if near else [f for p in paragraphs for f in p]
-    return random.Random(f"{document.id}|{seed}|{len(history)}|{attempt}").choice(pool)
+    pool = [f for f in every if f not in used] or every
+    draw = random.Random(f"{document.id}|{seed}|{len(history)}|{attempt}")
+    if not history:
+        return draw.choice(pool)
+    last = history[-1].generated
+    words = {f: set(checks.content_words(f)) for f in every}
+    topic = {w for w in checks.content_words(f"{last.standalone_question} {last.ground_truth}")
+             if sum(w in ws for ws in words.values()) <= len(every) / 2}
+    shared = {f: len(topic & words[f]) for f in pool}
+    if max(shared.values()):
+        return draw.choice([f for f in pool if shared[f] == max(shared.values())])
+    near = [f for p in paragraphs if last.evidence in p for f in p if f in pool]
+    return draw.choice(near or pool)
 
 
 async def generate_turn(

@@ -113,3 +113,13 @@ class Dialogue(_Model):
     @property
     def rejection_count(self) -> int:
         return sum(len(t.rejections) for t in self.turns)
+
+    @property
+    def rejected_for(self) -> dict[str, int]:
+        """How many rejected attempts had each fault (an attempt may have several)."""
+        counts: dict[str, int] = {}
+        for turn in self.turns:
+            for rejection in turn.rejections:
+                for category in rejection.verdict.categories:
+                    counts[category] = counts.get(category, 0) + 1
+        return dict(sorted(counts.items()))

@@ -3,6 +3,7 @@ a body reading the scores cannot hide the cause), then, after the body, its band
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +40,8 @@ def check_dialogue(
         "turns": sum(len(d.turns) for d in dialogues),
         "dialogues": len(dialogues),
         "rejections": sum(d.rejection_count for d in dialogues),
+        "rejected_for": dict(sorted(sum((Counter(d.rejected_for) for d in dialogues),
+                                        Counter()).items())),
         "usage": _usage(dialogues),
         "aggregate_file": aggregate_file,
         "file": str(path),

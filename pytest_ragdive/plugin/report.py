@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
@@ -42,9 +43,11 @@ def write_summary(
         rejections = sum(r["rejections"] for r in records)
         generated = turns + rejections
         rate = rejections / generated if generated else 0.0
+        why = sum((Counter(r.get("rejected_for", {})) for r in records), Counter())
+        causes = "".join(f", {c} {n}" for c, n in why.most_common())
         reporter.write_line(
             f"dialogues {dialogues}, turns {turns}, validator rejections {rejections} "
-            f"({rate:.0%}), model calls {int(usage.get('calls', 0))}, "
+            f"({rate:.0%}{causes}), model calls {int(usage.get('calls', 0))}, "
             f"cache hits {int(usage.get('cache_hits', 0))}, tokens "
             f"{int(usage.get('prompt_tokens', 0))} in / {int(usage.get('completion_tokens', 0))} "
             f"out, cost ${usage.get('cost', 0.0):.4f}"

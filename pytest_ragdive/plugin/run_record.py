@@ -114,6 +114,9 @@ class ItemRecord(_Model):
     message: str = Field(default="", description="Why it failed, errored or was skipped.")
     duration_s: float | None = None
     metrics: list[MetricRecord] = Field(default_factory=list)
+    rejections: int = Field(default=0, description="Generated turns the validator sent back.")
+    rejected_for: dict[str, int] = Field(
+        default_factory=dict, description="Rejected attempts per fault (the paper's classes).")
     dialogue: Dialogue | None = None
 
     @property
@@ -181,6 +184,8 @@ class RunRecord(_Model):
                     metrics=metric_records(result.get("scores", {}),
                                            result.get("band") or result.get("band_doc"),
                                            margin) if result else [],
+                    rejections=result.get("rejections", 0),
+                    rejected_for=result.get("rejected_for", {}),
                     dialogue=Dialogue.model_validate(dialogue) if dialogue else None,
                 ))
             tests.append(test)

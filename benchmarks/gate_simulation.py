@@ -1,0 +1,188 @@
+"""The variance-aware verdict against the min-max band, on a scripted judge of known error.
+
+    python benchmarks/gate_simulation.py                    # about a minute on 2 cores
+    python benchmarks/gate_simulation.py --sessions 500     # quicker, wider intervals
+
+The model: D documents, R baseline runs of T turns each. Every follow-up turn (turns 2..T)
+of an accepted bot is good with probability g0, of a broken one with probability g1. Two
+judges score each follow-up, each right with probability q and wrong independently of the
+other: forgetfulness is the share of follow-ups judged forgotten, context_retention the share
+judged retained. A dialogue's score is that share over its T - 1 follow-ups. The candidate
+draws k runs per document.
+
+Rules compared, each over both metrics:
+
+* new: ``pytest_ragdive.plugin.verdict.decide`` (stratified permutation test, Holm over the
+  two metrics at --alpha); the session is flagged when a metric is "worse".
+* confirm: decide on k = 1; when that needs confirmation (an inconclusive metric), draw more
+  runs up to k = 3 and decide again on all of them; the second decision is final.
+* band: flagged when the first candidate run of any document leaves that document's min..max
+  band of the R baseline runs on the worse side, on any metric.
+
+False-alarm rate: g1 = g0 (nothing changed). Power: g1 below g0. Wilson 95% intervals.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+
+from pytest_ragdive.plugin.verdict import MetricVerdict, decide, needs_confirmation
+
+SHAPES = ((3, 3, 1), (3, 3, 2), (3, 3, 3), (6, 3, 1), (6, 3, 2), (10, 3, 1), (10, 5, 2))
+CONFIRMED = ((3, 3), (6, 3), (10, 3), (10, 5))  # D, R: k = 1, then up to K_MAX
+K_MAX = 3
+BROKEN = (0.8, 0.6, 0.45)
+SIMULATED = ("forgetfulness", "context_retention")
+
+
+@dataclass(frozen=True)
+class Job:
+    rule: str  # "new" (its band counted on the same data) or "confirm"
+    docs: int
+    runs: int
+    k: int
+    g1: float
+    sessions: int
+    seed: int
+    q: float
+    g0: float
+    turns: int
+    alpha: float
+
+
+@dataclass(frozen=True)
+class Counts:
+    job: Job
+    flagged: int
+    inconclusive: int  # sessions whose (first) decision needs confirmation
+    band_flagged: int
+    candidate_runs: int  # over all sessions
+
+
+def dialogues(rng: np.random.Generator, job: Job, good: float, docs: int, runs: int,
+              ) -> np.ndarray:
+    """Scores, shape (metric, document, run): forgetfulness then context_retention."""
+    shape = (docs, runs, job.turns - 1)
+    truly_good = rng.random(shape) < good
+    forgotten = ~truly_good ^ (rng.random(shape) >= job.q)
+    retained = truly_good ^ (rng.random(shape) >= job.q)
+    return np.stack([forgotten.mean(axis=-1), retained.mean(axis=-1)])
+
+
+def by_metric(scores: np.ndarray) -> dict[str, dict[str, list[float]]]:
+    return {metric: {f"doc{d}": list(row) for d, row in enumerate(scores[i])}
+            for i, metric in enumerate(SIMULATED)}
+
+
+def worse(verdicts: list[MetricVerdict]) -> bool:
+    return any(v.verdict == "worse" for v in verdicts)
+
+
+def band_leaves(baseline: np.ndarray, first_run: np.ndarray) -> bool:
+    """The first candidate run leaves a document's min..max band on the worse side."""
+    forgets_more = first_run[0] > baseline[0].max(axis=1)
+    retains_less = first_run[1] < baseline[1].min(axis=1)
+    return bool(forgets_more.any() or retains_less.any())
+
+
+def simulate(job: Job) -> Counts:
+    rng = np.random.default_rng(job.seed)
+    flagged = inconclusive = band_flagged = candidate_runs = 0
+    for _ in range(job.sessions):
+        baseline = dialogues(rng, job, job.g0, job.docs, job.runs)
+        candidate = dialogues(rng, job, job.g1, job.docs, K_MAX)
+        base = by_metric(baseline)
+        verdicts = decide(base, by_metric(candidate[:, :, :job.k]), alpha=job.alpha)
+        used = job.k
+        if needs_confirmation(verdicts):
+            inconclusive += 1
+            if job.rule == "confirm":
+                verdicts = decide(base, by_metric(candidate), alpha=job.alpha)
+                used = K_MAX
+        flagged += worse(verdicts)
+        band_flagged += band_leaves(baseline, candidate[:, :, 0])
+        candidate_runs += used
+    return Counts(job, flagged, inconclusive, band_flagged, candidate_runs)
+
+
+def wilson(hits: int, n: int, z: float = 1.959964) -> tuple[float, float]:
+    p = hits / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def rate(hits: int, n: int, interval: bool = False) -> str:
+    text = f"{100 * hits / n:.1f}%"
+    if interval:
+        lo, hi = wilson(hits, n)
+        text += f" [{100 * lo:.1f}, {100 * hi:.1f}]"
+    return text
+
+
+def jobs(args: argparse.Namespace) -> list[Job]:
+    common = dict(sessions=args.sessions, q=args.q, g0=args.g0, turns=args.turns,
+                  alpha=args.alpha)
+    out = []
+    designs = [("new", d, r, k) for d, r, k in SHAPES] + [("confirm", d, r, 1)
+                                                           for d, r in CONFIRMED]
+    for i, (rule, d, r, k) in enumerate(designs):
+        for j, g1 in enumerate((args.g0, *BROKEN)):
+            out.append(Job(rule, d, r, k, g1, seed=args.seed * 1000 + 10 * i + j, **common))
+    return out
+
+
+def table(results: list[Counts], g0: float) -> str:
+    rows: dict[tuple[str, int, int, int], dict[float, Counts]] = {}
+    for c in results:
+        rows.setdefault((c.job.rule, c.job.docs, c.job.runs, c.job.k), {})[c.job.g1] = c
+    head = ("| rule | D × R × k | false alarm [95% CI] | inconclusive, unchanged | "
+            + " | ".join(f"power g1={g}" for g in BROKEN)
+            + " | mean k, unchanged | band false alarm [95% CI] | band power "
+            + " / ".join(str(g) for g in BROKEN) + " |")
+    lines = [head, "|" + " --- |" * (head.count("|") - 1)]
+    for (rule, d, r, k), by_g in rows.items():
+        null, n = by_g[g0], by_g[g0].job.sessions
+        shape = f"{d} × {r} × {k}" if rule == "new" else f"{d} × {r} × 1→{K_MAX}"
+        band = (rate(null.band_flagged, n, True),
+                " / ".join(rate(by_g[g].band_flagged, n) for g in BROKEN))
+        lines.append(
+            f"| {rule} | {shape} | {rate(null.flagged, n, True)} | {rate(null.inconclusive, n)} | "
+            + " | ".join(rate(by_g[g].flagged, n) for g in BROKEN)
+            + f" | {null.candidate_runs / n:.2f} | "
+            + (f"{band[0]} | {band[1]} |" if rule == "new" else "— | — |"))
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sessions", type=int, default=2000, help="per configuration")
+    parser.add_argument("--q", type=float, default=0.88, help="judge accuracy")
+    parser.add_argument("--g0", type=float, default=0.95, help="accepted bot's good follow-ups")
+    parser.add_argument("--turns", type=int, default=5, help="turns per dialogue (T)")
+    parser.add_argument("--alpha", type=float, default=0.05)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    args = parser.parse_args(argv)
+    start = time.perf_counter()
+    todo = jobs(args)
+    todo.sort(key=lambda j: -j.docs * j.k)  # the slowest first, for an even spread
+    with ProcessPoolExecutor(args.workers) as pool:
+        done = {c.job: c for c in pool.map(simulate, todo)}
+    results = [done[j] for j in jobs(args)]
+    print(f"q = {args.q}, g0 = {args.g0}, T = {args.turns} turns, alpha = {args.alpha} "
+          f"(Holm over {len(SIMULATED)} metrics), {args.sessions} sessions per cell\n")
+    print(table(results, args.g0))
+    print(f"\n{time.perf_counter() - start:.0f} s on {args.workers} workers")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,202 @@
+"""A variance-aware verdict: is a candidate run worse than the baseline, per metric?
+
+The unit is one dialogue's score (the mean over its turns), never a turn. Documents are
+strata: when nothing changed, the baseline's runs and the candidate's runs of one
+document are exchangeable, so relabelling runs within each document gives an exact
+one-sided permutation test. Holm's step-down controls the false-alarm rate over the
+metrics tested. Pure statistics: stdlib, numpy and the metric table only.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Literal
+
+import numpy as np
+
+from ..engine.metrics import METRICS
+
+Scores = Mapping[str, Sequence[float]]  # document -> one score per run
+Verdict = Literal["worse", "not worse", "inconclusive"]
+
+_TIE = 1e-9  # relabellings within this of the observed statistic count as ties (>=)
+
+
+def _strata(baseline: Scores, candidate: Scores) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(baseline runs, candidate runs) of every document in both, NaNs dropped, each side
+    holding at least one value; in the baseline's document order."""
+    out = []
+    for doc, base_runs in baseline.items():
+        if doc not in candidate:
+            continue
+        b = np.asarray(base_runs, dtype=float)
+        c = np.asarray(candidate[doc], dtype=float)
+        b, c = b[~np.isnan(b)], c[~np.isnan(c)]
+        if b.size and c.size:
+            out.append((b, c))
+    return out
+
+
+@lru_cache(maxsize=256)
+def _combinations(n: int, k: int) -> np.ndarray:
+    """Every choice of ``k`` of ``n`` positions, one row each."""
+    flat = np.fromiter(itertools.chain.from_iterable(itertools.combinations(range(n), k)),
+                       dtype=np.intp)
+    return flat.reshape(-1, k)
+
+
+def _contribution(pooled: np.ndarray, cand_sums: np.ndarray, r: int, k: int,
+                  sign: float) -> np.ndarray:
+    """A document's oriented (candidate mean - baseline mean) for given candidate sums."""
+    total = pooled.sum()
+    return sign * (cand_sums / k - (total - cand_sums) / r)
+
+
+def permutation_p(baseline: Scores, candidate: Scores, higher_is_better: bool, *,
+                  draws: int = 20000, seed: int = 0) -> float:
+    """One-sided p-value that the candidate is worse, stratified by document.
+
+    Statistic: the mean over shared documents of (candidate mean - baseline mean),
+    oriented so that larger is worse. Every within-document relabelling is enumerated
+    when there are at most ``draws`` of them; otherwise ``draws`` seeded random ones are
+    drawn and p = (1 + #>=) / (1 + draws). Ties count as >=.
+    """
+    if draws < 1:
+        raise ValueError("draws must be at least 1")
+    strata = _strata(baseline, candidate)
+    if not strata:
+        raise ValueError("no document has both baseline and candidate scores")
+    sign = -1.0 if higher_is_better else 1.0
+    sizes = [math.comb(b.size + c.size, c.size) for b, c in strata]
+    exact = math.prod(sizes) <= draws
+    rng = np.random.default_rng(seed)
+    observed = 0.0
+    totals: np.ndarray = np.zeros(1 if exact else draws)
+    for (b, c), size in zip(strata, sizes):
+        r, k = b.size, c.size
+        pooled = np.concatenate([b, c])
+        observed += float(_contribution(pooled, np.array(c.sum()), r, k, sign))
+        if exact or size <= draws:
+            values = _contribution(pooled, pooled[_combinations(r + k, k)].sum(axis=1), r, k,
+                                   sign)
+            if exact:
+                totals = (totals[:, None] + values[None, :]).ravel()
+            else:
+                totals += values[rng.integers(0, size, size=draws)]
+        else:  # too many labellings to list: random permutations of this document's runs
+            chosen = np.argpartition(rng.random((draws, r + k)), k - 1, axis=1)[:, :k]
+            totals += _contribution(pooled, pooled[chosen].sum(axis=1), r, k, sign)
+    hits = int(np.count_nonzero(totals >= observed - _TIE * max(1.0, abs(observed))))
+    return hits / totals.size if exact else (1 + hits) / (1 + draws)
+
+
+def smallest_p(baseline: Scores, candidate: Scores) -> float:
+    """The smallest p-value the exact test can give: 1 / prod_d C(R_d + k_d, k_d)."""
+    strata = _strata(baseline, candidate)
+    return 1.0 / math.prod(math.comb(b.size + c.size, c.size) for b, c in strata)
+
+
+def _holm_order(p_values: Mapping[str, float]) -> list[tuple[str, float]]:
+    return sorted(p_values.items(), key=lambda item: (item[1], item[0]))
+
+
+def holm(p_values: Mapping[str, float], alpha: float) -> set[str]:
+    """The names Holm's step-down rejects at family-wise level ``alpha``."""
+    m = len(p_values)
+    rejected: set[str] = set()
+    for rank, (name, p) in enumerate(_holm_order(p_values)):
+        if p > alpha / (m - rank):
+            break
+        rejected.add(name)
+    return rejected
+
+
+@dataclass(frozen=True)
+class MetricVerdict:
+    """One metric's verdict. ``delta`` is candidate - baseline (mean over documents of the
+    per-document means) in the metric's own direction: negative is worse when higher is
+    better, positive is worse for forgetfulness."""
+
+    metric: str
+    verdict: Verdict
+    p: float
+    delta: float
+    smallest_p: float
+    reason: str
+
+
+def _fmt(p: float) -> str:
+    return f"{p:.4f}" if p >= 0.001 else f"{p:.2g}"
+
+
+def _count(values: Iterable[int], noun: str) -> str:
+    ordered = sorted(values)
+    lo, hi = ordered[0], ordered[-1]
+    return f"{lo} {noun}" if lo == hi == 1 else f"{lo}{'' if lo == hi else f'–{hi}'} {noun}s"
+
+
+def _design(strata: list[tuple[np.ndarray, np.ndarray]]) -> str:
+    """E.g. "3 documents × 3 baseline runs × 1 candidate run"."""
+    return " × ".join([_count([len(strata)], "document"),
+                       _count([b.size for b, _ in strata], "baseline run"),
+                       _count([c.size for _, c in strata], "candidate run")])
+
+
+def decide(baseline: Mapping[str, Scores], candidate: Mapping[str, Scores], *,
+           alpha: float = 0.05, draws: int = 20000, seed: int = 0) -> list[MetricVerdict]:
+    """A verdict per metric from metric -> document -> run scores.
+
+    "worse" when Holm's step-down over the metrics tested rejects at ``alpha``;
+    "inconclusive" when the candidate looks worse, is not rejected, and either the design
+    cannot reach the first Holm threshold or p < 0.5; "not worse" otherwise. A metric
+    without a shared document gets no verdict.
+    """
+    tested: dict[str, tuple[list[tuple[np.ndarray, np.ndarray]], float, float, float]] = {}
+    for metric, base in baseline.items():
+        if metric not in candidate:
+            continue
+        strata = _strata(base, candidate[metric])
+        if not strata:
+            continue
+        if metric not in METRICS:
+            raise ValueError(f"unknown metric {metric!r}; known: {', '.join(METRICS)}")
+        higher = METRICS[metric]
+        p = permutation_p(base, candidate[metric], higher, draws=draws, seed=seed)
+        delta = float(np.mean([c.mean() - b.mean() for b, c in strata]))
+        tested[metric] = (strata, p, delta, smallest_p(base, candidate[metric]))
+    m = len(tested)
+    p_values = {metric: entry[1] for metric, entry in tested.items()}
+    rejected = holm(p_values, alpha)
+    step = {name: alpha / (m - rank) for rank, (name, _) in enumerate(_holm_order(p_values))}
+    first = alpha / m if m else alpha
+    verdicts = []
+    for metric, (strata, p, delta, floor) in tested.items():
+        looks_worse = delta < 0 if METRICS[metric] else delta > 0
+        side = "lower" if delta < 0 else "higher"
+        change = f"candidate {side} by {abs(delta):.3f} over {_count([len(strata)], 'document')}"
+        verdict: Verdict
+        if metric in rejected:
+            verdict = "worse"
+            reason = f"{change}: p = {_fmt(p)} ≤ Holm threshold {_fmt(step[metric])}"
+        elif looks_worse and floor > first:
+            verdict = "inconclusive"
+            reason = (f"{_design(strata)} cannot reach p ≤ {_fmt(first)} (smallest possible p "
+                      f"{_fmt(floor)}): add documents or runs")
+        elif looks_worse and p < 0.5:
+            verdict = "inconclusive"
+            reason = (f"{change}, p = {_fmt(p)} > Holm threshold {_fmt(step[metric])}: "
+                      "draw more candidate runs with new seeds to decide")
+        else:
+            verdict = "not worse"
+            reason = f"{change}, p = {_fmt(p)}"
+        verdicts.append(MetricVerdict(metric, verdict, p, delta, floor, reason))
+    return verdicts
+
+
+def needs_confirmation(verdicts: Iterable[MetricVerdict]) -> bool:
+    """True when some verdict is inconclusive: draw more candidate runs and decide again."""
+    return any(v.verdict == "inconclusive" for v in verdicts)

@@ -1,0 +1,191 @@
+"""The variance-aware verdict (``pytest_ragdive.plugin.verdict``): properties of the
+stratified permutation test, Holm's step-down and the per-metric decision, on seeded
+simulated scores. No model, no network."""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import pytest
+
+from pytest_ragdive.plugin.verdict import (
+    decide,
+    holm,
+    needs_confirmation,
+    permutation_p,
+    smallest_p,
+)
+
+
+def runs(rng: np.random.Generator, docs: int, n: int, shift: float = 0.0,
+         ) -> dict[str, list[float]]:
+    """document -> ``n`` scores in [0, 1]; each document has its own level."""
+    levels = np.linspace(0.3, 0.8, docs)
+    return {f"doc{d}": list(np.clip(levels[d] + shift + rng.normal(0, 0.08, n), 0, 1))
+            for d in range(docs)}
+
+
+
+def test_identical_distributions_rarely_give_a_small_p() -> None:
+    rng = np.random.default_rng(0)
+    alpha, datasets = 0.05, 400
+    small = 0
+    for _ in range(datasets):
+        base = runs(rng, 4, 3)
+        p = permutation_p(base, runs(rng, len(base), 2), True)  # 10^4 labellings: exact
+        small += p <= alpha
+    # an exact permutation test has P(p <= alpha) <= alpha; allow three standard errors
+    assert small / datasets <= alpha + 3 * math.sqrt(alpha * (1 - alpha) / datasets)
+
+
+def test_identical_distributions_rarely_give_a_worse_verdict() -> None:
+    rng = np.random.default_rng(1)
+    sessions, alarms = 150, 0
+    for _ in range(sessions):
+        base = {m: runs(rng, 5, 3) for m in ("correctness", "forgetfulness")}
+        cand = {m: runs(rng, len(base[m]), 2) for m in base}
+        alarms += any(v.verdict == "worse" for v in decide(base, cand))
+    assert alarms / sessions <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / sessions)
+
+
+def test_a_clearly_worse_candidate_is_worse() -> None:
+    rng = np.random.default_rng(2)
+    base = {m: runs(rng, 5, 3) for m in ("correctness", "context_retention")}
+    cand = {m: runs(rng, len(base[m]), 2, shift=-0.3) for m in base}
+    verdicts = decide(base, cand)
+    assert [v.verdict for v in verdicts] == ["worse", "worse"]
+    assert all(v.delta < -0.2 and v.p < 0.001 for v in verdicts)
+    assert not needs_confirmation(verdicts)
+
+
+def test_the_smallest_p_follows_the_formula() -> None:
+    base = {"a": [0.5, 0.6, 0.7], "b": [0.4, 0.5, 0.6], "c": [0.7, 0.8, 0.9]}
+    cand = {"a": [0.1], "b": [0.2], "c": [0.3]}
+    assert smallest_p(base, cand) == pytest.approx(1 / 64)
+    mixed_base = {"a": [0.5, 0.6, 0.7], "b": [0.4, 0.5, 0.6, 0.7], "c": [0.7, 0.8]}
+    mixed_cand = {"a": [0.1], "b": [0.2, 0.25], "c": [0.3, 0.35]}
+    assert smallest_p(mixed_base, mixed_cand) == pytest.approx(1 / (4 * 15 * 6))
+    # documents on one side only do not count
+    assert smallest_p({**base, "x": [0.1]}, {**cand, "y": [0.2]}) == pytest.approx(1 / 64)
+
+
+def test_the_most_extreme_labelling_reaches_the_smallest_p() -> None:
+    base = {"a": [0.5, 0.6, 0.7], "b": [0.4, 0.5, 0.6, 0.7], "c": [0.7, 0.8]}
+    cand = {"a": [0.1], "b": [0.2, 0.25], "c": [0.3, 0.35]}
+    assert permutation_p(base, cand, True) == pytest.approx(smallest_p(base, cand))
+    # the mirror image is the least extreme: every labelling is at least as bad
+    assert permutation_p(base, cand, False) == 1.0
+    # Monte Carlo (360 labellings, 100 draws) counts the observed one: never below 1/101
+    assert 1 / 101 <= permutation_p(base, cand, True, draws=100) < 0.06
+
+
+def test_ties_count_against_the_candidate() -> None:
+    flat = {"a": [0.5, 0.5, 0.5], "b": [0.5, 0.5, 0.5]}
+    assert permutation_p(flat, {"a": [0.5], "b": [0.5]}, True) == 1.0
+
+
+def test_forgetfulness_is_worse_when_it_rises() -> None:
+    rng = np.random.default_rng(3)
+    base = {"forgetfulness": runs(rng, 5, 3, shift=-0.2)}
+    rise = decide(base, {"forgetfulness": runs(rng, len(base["forgetfulness"]), 2, 0.1)})
+    fall = decide(base, {"forgetfulness": runs(rng, len(base["forgetfulness"]), 2, -0.3)})
+    assert rise[0].verdict == "worse" and rise[0].delta > 0
+    assert fall[0].verdict == "not worse" and fall[0].delta < 0 and fall[0].p > 0.5
+    # the same numbers on a higher-is-better metric swap the verdicts
+    retention = decide({"context_retention": base["forgetfulness"]},
+                       {"context_retention": runs(rng, len(base["forgetfulness"]), 2, -0.3)})
+    assert retention[0].verdict == "worse"
+
+
+def test_holm_steps_down_and_stops_at_the_first_acceptance() -> None:
+    p_values = {"a": 0.01, "b": 0.04, "c": 0.03, "d": 0.005}
+    # d: 0.005 <= 0.05/4, a: 0.01 <= 0.05/3, c: 0.03 > 0.05/2 stops; b (<= 0.05) stays
+    assert holm(p_values, 0.05) == {"d", "a"}
+    assert holm({"x": 0.01, "y": 0.02}, 0.05) == {"x", "y"}
+    assert holm({"x": 0.03, "y": 0.04}, 0.05) == set()
+    assert holm({"x": 0.05}, 0.05) == {"x"}
+    assert holm({}, 0.05) == set()
+
+
+def test_an_unreachable_threshold_is_inconclusive_and_says_why() -> None:
+    base = {m: {"a": [0.7, 0.8, 0.9], "b": [0.6, 0.7, 0.8], "c": [0.5, 0.6, 0.7]}
+            for m in ("correctness", "faithfulness", "context_precision", "context_recall",
+                      "context_retention", "forgetfulness")}
+    worse_side = {"a": [0.1], "b": [0.1], "c": [0.1]}
+    cand = {m: worse_side if m != "forgetfulness" else {"a": [0.95], "b": [0.9], "c": [0.8]}
+            for m in base}
+    verdicts = decide(base, cand)
+    assert {v.verdict for v in verdicts} == {"inconclusive"}
+    reason = verdicts[0].reason
+    assert "3 documents × 3 baseline runs × 1 candidate run" in reason
+    assert "0.0083" in reason and "0.0156" in reason and "add documents or runs" in reason
+    assert needs_confirmation(verdicts)
+    # with one metric the same design can decide
+    assert decide({"correctness": base["correctness"]},
+                  {"correctness": worse_side})[0].verdict == "worse"
+
+
+def test_a_small_unconfirmed_drop_is_inconclusive() -> None:
+    base = {"correctness": {f"d{i}": [0.60, 0.70, 0.80] for i in range(6)}}
+    cand = {"correctness": {f"d{i}": [0.65, 0.72] for i in range(6)}}
+    (verdict,) = decide(base, cand)
+    assert verdict.delta < 0 and verdict.p < 0.5 and verdict.p > 0.05
+    assert verdict.verdict == "inconclusive"
+    assert "candidate runs" in verdict.reason and "6 documents" in verdict.reason
+
+
+def test_the_reason_names_uneven_runs() -> None:
+    base = {"correctness": {"a": [0.8, 0.9], "b": [0.7, 0.8, 0.9]}}
+    cand = {"correctness": {"a": [0.1], "b": [0.1]}}
+    (verdict,) = decide(base, cand)
+    assert verdict.verdict == "inconclusive"
+    assert "2 documents × 2–3 baseline runs × 1 candidate run" in verdict.reason
+
+
+def test_enumeration_and_monte_carlo_agree() -> None:
+    rng = np.random.default_rng(4)
+    base = runs(rng, 4, 3)
+    cand = runs(rng, len(base), 2, shift=-0.04)  # 10^4 labellings
+    exact = permutation_p(base, cand, True, draws=20000)
+    draws = 4000
+    sampled = permutation_p(base, cand, True, draws=draws, seed=7)
+    assert 0.02 < exact < 0.98
+    assert abs(sampled - exact) <= 4 * math.sqrt(exact * (1 - exact) / draws) + 1 / draws
+
+
+def test_large_documents_are_sampled_by_permutation() -> None:
+    rng = np.random.default_rng(5)
+    base = runs(rng, 2, 20)
+    assert permutation_p(base, runs(rng, len(base), 20, -0.3), True, draws=500) < 0.01
+    assert permutation_p(base, runs(rng, len(base), 20, 0.3), True, draws=500) > 0.9
+
+
+def test_ten_documents_take_well_under_a_second() -> None:
+    rng = np.random.default_rng(6)
+    base = runs(rng, 10, 3)
+    cand = runs(rng, len(base), 3)
+    start = time.perf_counter()
+    p = permutation_p(base, cand, True)  # 20^10 labellings: Monte Carlo
+    assert time.perf_counter() - start < 0.5
+    assert 1 / 20001 <= p <= 1
+    assert p == permutation_p(base, cand, True)  # seeded
+
+
+def test_missing_metrics_and_documents_are_left_out() -> None:
+    rng = np.random.default_rng(7)
+    base = {m: runs(rng, 3, 3) for m in ("correctness", "faithfulness", "forgetfulness")}
+    cand = {"correctness": runs(rng, len(base["correctness"]), 1),
+            "forgetfulness": {"elsewhere": [0.2]}}
+    assert [v.metric for v in decide(base, cand)] == ["correctness"]
+    assert decide(base, {}) == []
+    with pytest.raises(ValueError):
+        permutation_p(base["correctness"], {"elsewhere": [0.5]}, True)
+
+
+def test_nan_scores_are_dropped() -> None:
+    base = {"a": [0.5, float("nan"), 0.7], "b": [0.4, 0.5, 0.6]}
+    cand = {"a": [0.1], "b": [float("nan")]}
+    assert smallest_p(base, cand) == pytest.approx(1 / 3)
+    assert permutation_p(base, cand, True) == pytest.approx(1 / 3)
