@@ -1,6 +1,6 @@
 """The variance-aware verdict against the min-max band, on a scripted judge of known error.
 
-    python benchmarks/gate_simulation.py                    # about a minute on 2 cores
+    python benchmarks/gate_simulation.py                    # 76 s on 2 busy cores
     python benchmarks/gate_simulation.py --sessions 500     # quicker, wider intervals
 
 The model: D documents, R baseline runs of T turns each. Every follow-up turn (turns 2..T)
@@ -66,7 +66,7 @@ class Counts:
     candidate_runs: int  # over all sessions
 
 
-def dialogues(rng: np.random.Generator, job: Job, good: float, docs: int, runs: int,
+def dialogues(rng: np.random.Generator, job: Job, good: float, docs: int, runs: int
               ) -> np.ndarray:
     """Scores, shape (metric, document, run): forgetfulness then context_retention."""
     shape = (docs, runs, job.turns - 1)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-import math
+import statistics
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -74,10 +74,10 @@ def held_out(scores: Sequence[float], labels: Sequence[int], groups: Sequence[st
 
 
 def pearson(xs: Sequence[float], ys: Sequence[float]) -> float:
-    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
-    sx = math.sqrt(sum((x - mx) ** 2 for x in xs))
-    sy = math.sqrt(sum((y - my) ** 2 for y in ys))
-    return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / (sx * sy) if sx and sy else float("nan")
+    try:
+        return statistics.correlation(xs, ys)
+    except statistics.StatisticsError:  # a constant series
+        return float("nan")
 
 
 def row(name: str, predicted: Sequence[int], labels: Sequence[int], scores: Sequence[float],

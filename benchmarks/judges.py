@@ -87,7 +87,8 @@ def agreement(name: str, cases: list[dict[str, Any]],
               by_metric: dict[str, list[list[float]]]) -> dict[str, Any]:
     """How often the two multi-turn verdicts disagree ("kept the thread" against
     "consistent"), against how often the labels do, and the correlation of the scores."""
-    kept = [1 - v for v in verdicts("forgetfulness", [combine(a) for a in by_metric["forgetfulness"]])]
+    forgot = verdicts("forgetfulness", [combine(a) for a in by_metric["forgetfulness"]])
+    kept = [1 - v for v in forgot]
     consistent = verdicts("context_retention", [combine(a) for a in by_metric["context_retention"]])
     labelled = [(1 - c["forgetfulness"], c["context_retention"]) for c in cases]
     f_scores = [1 - score_one("forgetfulness", combine(a)) for a in by_metric["forgetfulness"]]
@@ -101,7 +102,8 @@ def agreement(name: str, cases: list[dict[str, Any]],
         "verdict_correlation": round(pearson(kept, consistent), 3),
         "score_correlation": round(pearson(f_scores, r_scores), 3),
     }
-    print(f"| {name} | {len(cases)} | {figures['verdicts_disagree']} | {figures['labels_disagree']} "
+    print(f"| {name} | {len(cases)} | {figures['verdicts_disagree']} "
+          f"| {figures['labels_disagree']} "
           f"| {figures['both_right_where_labels_disagree']} | {figures['verdict_correlation']:.3f} "
           f"| {figures['score_correlation']:.3f} |", flush=True)
     return figures
@@ -117,7 +119,8 @@ async def multi_turn(client: LLMClient, model: str) -> list[dict[str, Any]]:
         got[metric] = (dev_answers, held_answers)
         rows += report_judge(metric, metric, dev, dev_answers, seconds, heldout, held_answers)
     print("\n| set | cases | verdicts disagree | labels disagree | both verdicts right where the "
-          "labels disagree | correlation of verdicts | correlation of scores |\n|---|---|---|---|---|---|---|")
+          "labels disagree | correlation of verdicts | correlation of scores |\n"
+          "|---|---|---|---|---|---|---|")
     for name, cases, index in (("development", dev, 0), ("held-out", heldout, 1)):
         rows.append(agreement(name, cases, {m: got[m][index] for m in MULTI_TURN}))
     return rows
@@ -198,7 +201,8 @@ async def validator_checks(client: LLMClient, model: str) -> list[dict[str, Any]
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--model", default=EMBEDDED, help="litellm model name (default: %(default)s)")
+    parser.add_argument("--model", default=EMBEDDED,
+                        help="litellm model name (default: %(default)s)")
     parser.add_argument("--only", action="append", choices=SECTIONS,
                         help="a section to run (repeatable; default: all)")
     parser.add_argument("--cache-dir", help="reuse recorded answers (default: a new temp folder)")
@@ -212,8 +216,8 @@ def main(argv: list[str] | None = None) -> int:
     async def run() -> list[dict[str, Any]]:
         rows = []
         for section in args.only or SECTIONS:
-            print(f"\n| judgement | cases | balanced accuracy | TP / FN | TN / FP | AUC | s per case |"
-                  f"\n|---|---|---|---|---|---|---|")
+            print("\n| judgement | cases | balanced accuracy | TP / FN | TN / FP | AUC "
+                  "| s per case |\n|---|---|---|---|---|---|---|")
             rows += await runs[section](client, args.model)
         return rows
 

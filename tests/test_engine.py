@@ -72,8 +72,9 @@ def test_scores_average_the_turn_verdicts_with_the_paper_directions(tmp_path: Pa
             return 0.2 if "What is the topic?" in prompt else 0.8
         if prompt.startswith("The conversation so far:"):  # context retention
             retention_prompts.append(prompt)
-            agrees = 0.2 if "User: And the second fact about it?\nLatest reply:" in prompt else 0.9
-            return 1 - agrees if "contradict something" in prompt else agrees
+            if "User: And the second fact about it?\nLatest reply:" in prompt:
+                return 0.8 if "contradict something" in prompt else 0.2
+            return 0.4 if "contradict something" in prompt else 0.8  # turn 3: (0.8 + 0.6) / 2
         if prompt.startswith("Question: What is the third fact"):
             answers = 0.3  # turn 3's reply misses what the user meant
         else:
@@ -86,13 +87,14 @@ def test_scores_average_the_turn_verdicts_with_the_paper_directions(tmp_path: Pa
     assert dialogue.scores["forgetfulness"] == 0.5
     assert dialogue.turns[2].judgements["forgetfulness"].reason == (
         "the reply does not answer what the user meant (P(yes) 0.30)")
-    # the two questions of a debiased judge are averaged: (0.8 + 1 - 0.2) / 2
     assert dialogue.turns[1].judgements["forgetfulness"].reason.endswith("(P(yes) 0.90)")
     # retention is another judgement: turn 2 contradicted the conversation, turn 3 did not
     assert dialogue.scores["context_retention"] == 0.5
     assert [t.judgements["context_retention"].score for t in dialogue.turns[1:]] == [0.0, 1.0]
     assert dialogue.turns[1].judgements["context_retention"].reason == (
         "the reply contradicts something said earlier in the conversation (P(yes) 0.20)")
+    # a debiased judge averages its question's P(yes) and its negation's P(no)
+    assert dialogue.turns[2].judgements["context_retention"].reason.endswith("(P(yes) 0.70)")
     # and it reads the whole conversation before the turn
     turn_3 = [p for p in retention_prompts if "User: And the third fact about it?\nLatest" in p]
     assert len(turn_3) == 2  # the question and its negation

@@ -10,7 +10,7 @@ import pytest
 from conftest import PROJECT_CONFTEST
 
 from pytest_ragdive.engine.documents import load_documents
-from pytest_ragdive.engine.settings import SETTINGS, SettingError, check, parse
+from pytest_ragdive.engine.settings import SETTINGS, SettingError, check, parse, scored_metrics
 from pytest_ragdive.llm.scripted import calls
 from pytest_ragdive.plugin import bands
 from pytest_ragdive.plugin.options import Options, reference
@@ -47,6 +47,20 @@ def test_every_setting_reaches_an_item(pytester: pytest.Pytester) -> None:
     assert (settings.role, settings.metrics, settings.max_regenerations, settings.validation,
             settings.runs) == ("skeptic", ("correctness", "forgetfulness"), 0, "once", 7)
     assert options(pytester, ini, "--ragdive-runs=2").for_item({"runs": 5}, "t").runs == 2
+
+
+def test_a_metric_the_judge_measured_at_chance_is_left_out_unless_chosen(
+    pytester: pytest.Pytester,
+) -> None:
+    embedded = "embedded/qwen2.5-coder-1.5b"
+    default = options(pytester, "").for_item({}, "test")
+    assert "context_retention" in default.metrics
+    assert "context_retention" not in default.judged_by(embedded).metrics
+    assert "forgetfulness" in default.judged_by(embedded).metrics
+    assert default.judged_by("openai/gpt-4o-mini").metrics == default.metrics
+    chosen = options(pytester, "").for_item({"metrics": ["context_retention"]}, "test")
+    assert chosen.judged_by(embedded).metrics == ("context_retention",)
+    assert "context_retention" not in scored_metrics(None, 3, "run_dialogue", embedded)
 
 
 @pytest.mark.parametrize(

@@ -19,8 +19,7 @@ from pytest_ragdive.plugin.verdict import (
 )
 
 
-def runs(rng: np.random.Generator, docs: int, n: int, shift: float = 0.0,
-         ) -> dict[str, list[float]]:
+def runs(rng: np.random.Generator, docs: int, n: int, shift: float = 0.0) -> dict[str, list[float]]:
     """document -> ``n`` scores in [0, 1]; each document has its own level."""
     levels = np.linspace(0.3, 0.8, docs)
     return {f"doc{d}": list(np.clip(levels[d] + shift + rng.normal(0, 0.08, n), 0, 1))

@@ -86,12 +86,13 @@ async def arun_dialogue(
     """
     check_all(
         {"turns": turns, "role": role, "max_regenerations": max_regenerations,
-         "validation": validation, "validator_checks": validator_checks, "seed": seed, "record_mode": record_mode,
-         "adapter_timeout": adapter_timeout, "dialogue_timeout": dialogue_timeout},
+         "validation": validation, "validator_checks": validator_checks, "seed": seed,
+         "record_mode": record_mode, "adapter_timeout": adapter_timeout,
+         "dialogue_timeout": dialogue_timeout},
         "arun_dialogue",
     )  # before any model call
     chosen = scored_metrics(tuple(metrics) if metrics is not None else None, turns,
-                            "arun_dialogue")
+                            "arun_dialogue", judges.models["evaluator"].name)
     client = client or LLMClient(ResponseCache(Path(cache_dir), record_mode))
     dialogue = Dialogue(document_id=document.id, role=role)
     report = progress or (lambda doc, turn, stage: None)
@@ -99,8 +100,8 @@ async def arun_dialogue(
         try:
             await asyncio.wait_for(
                 _converse(dialogue, document, adapter, judges, client, turns, max_regenerations,
-                          validation, asks_model(judges.models["validator"], validator_checks), seed,
-                          adapter_timeout, report, chosen),
+                          validation, asks_model(judges.models["validator"], validator_checks),
+                          seed, adapter_timeout, report, chosen),
                 dialogue_timeout,
             )
         except asyncio.TimeoutError:

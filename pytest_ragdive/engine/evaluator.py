@@ -52,11 +52,12 @@ JUDGES: dict[str, BinaryJudge] = {
     ),
     # what the reply is about: the generator's stand-alone question names the referent and
     # the constraints the conversation established, so the judge needs it and the reply only
+    # (its negation measured worse on the labelled cases: asked alone, at a threshold that
+    # reflects the small model's yes-bias)
     "forgetfulness": BinaryJudge(
-        "Does the reply answer this question?",
-        "Does the reply fail to answer this question, or answer a different one?",
+        "Does the reply answer this question?", None,
         "the reply answers what the user meant", "the reply does not answer what the user meant",
-        False, 0.5,
+        False, 0.85,
     ),
     # whether the reply is consistent with what was said: the judge reads the conversation
     "context_retention": BinaryJudge(

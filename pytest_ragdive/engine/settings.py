@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..llm.structured import STRUCTURED_OUTPUTS
-from .metrics import METRICS, MULTI_TURN_METRICS
+from .metrics import AT_CHANCE, METRICS, MULTI_TURN_METRICS
 
 #: The roles shipped as prompt templates (``prompts/roles``).
 BUILTIN_ROLES = ("precise", "context-aware", "forgetful", "skeptic")
@@ -71,7 +71,8 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
             "forgetful, skeptic, or a sentence describing a persona", _ALL, metavar="ROLE",
             form="a built-in role or a sentence"),
     Setting("metrics", tuple, tuple(METRICS), "metrics to score (default: all six; with one "
-            "turn, the multi-turn ones are left out)", (MARKER, INI, DIALOGUE),
+            "turn, the multi-turn ones are left out, and so are those the judge model measured "
+            "at chance: context_retention on the embedded model)", (MARKER, INI, DIALOGUE),
             choices=tuple(METRICS)),
     Setting("max_regenerations", int, 3, "validator rejections allowed per turn",
             (MARKER, INI, DIALOGUE), minimum=0),
@@ -207,13 +208,19 @@ def check_all(values: Mapping[str, Any], where: str) -> dict[str, Any]:
     return {name: check(name, value, where) for name, value in values.items()}
 
 
-def scored_metrics(metrics: tuple[str, ...] | None, turns: int, where: str) -> tuple[str, ...]:
+def scored_metrics(
+    metrics: tuple[str, ...] | None, turns: int, where: str, judge: str | None = None
+) -> tuple[str, ...]:
     """The metrics a dialogue of ``turns`` turns scores, in the canonical order.
 
-    Left unchosen, a one-turn dialogue leaves out the multi-turn metrics; chosen
-    explicitly, they are an error there.
+    Left unchosen, a one-turn dialogue leaves out the multi-turn metrics, and the metrics
+    that the ``judge`` model measured at chance (``AT_CHANCE``) are left out; chosen
+    explicitly, the multi-turn ones are an error there.
     """
-    chosen = check("metrics", metrics, where) if metrics is not None else default("metrics")
+    if metrics is None:
+        chosen = tuple(m for m in default("metrics") if m not in AT_CHANCE.get(judge or "", ()))
+    else:
+        chosen = check("metrics", metrics, where)
     if turns == 1:
         asked = sorted(set(chosen) & set(MULTI_TURN_METRICS))
         if metrics is not None and asked:

@@ -7,7 +7,7 @@ the run with one line naming it instead of erroring every item.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pytest
@@ -42,6 +42,15 @@ class ItemSettings:
     validation: str
     validator_checks: str
     runs: int
+    metrics_chosen: bool  # by the marker or the ini file; else the judge may leave some out
+
+    def judged_by(self, judge: str) -> ItemSettings:
+        """These settings for ``judge``: unchosen metrics lose those it measured at chance."""
+        if self.metrics_chosen:
+            return self
+        from ..engine.settings import scored_metrics
+
+        return replace(self, metrics=scored_metrics(None, self.turns, "ragdive", judge))
 
 
 class Options:
@@ -90,7 +99,8 @@ class Options:
             return ItemSettings(turns=turns, role=pick("role"), metrics=metrics,
                                 max_regenerations=pick("max_regenerations"),
                                 validation=pick("validation"),
-                                validator_checks=pick("validator_checks"), runs=pick("runs"))
+                                validator_checks=pick("validator_checks"), runs=pick("runs"),
+                                metrics_chosen=bool(chosen))
         except SettingError as exc:
             raise pytest.UsageError(str(exc)) from None
 

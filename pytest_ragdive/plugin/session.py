@@ -184,8 +184,14 @@ class RagdiveSession:
         from ..engine.dialogue import arun_dialogue
         from .scheduling import Progress, Runner
 
-        settings = self.settings(item)
         judges = self.judges(judges)
+        chosen = self.settings(item)
+        settings = chosen.judged_by(judges.models["evaluator"].name)
+        left_out = [m for m in chosen.metrics if m not in settings.metrics]
+        if left_out:
+            self.notes.add(f"{', '.join(left_out)} not scored: {judges.models['evaluator'].name} "
+                           f"judged it at chance on labelled cases (benchmarks/README.md); "
+                           f"name it in ragdive_metrics to score it anyway")
         if self._runner is None:
             self._runner, self._progress = Runner(), Progress(self.config)
         runner, progress = self._runner, self._progress
