@@ -65,11 +65,11 @@ def main(argv: list[str] | None = None) -> int:
             attempts += 1 + len(turn.rejections)
             if earlier:
                 follow_ups += 1
-                # the stand-alone question names something of the conversation that the
-                # user's message leaves out, and the message does not repeat the subject
-                leaning += bool(checks.left_to_conversation(g.rag_input, g.standalone_question,
-                                                            [*asked, *told])
-                                and checks.refers_back(g.rag_input, asked, told) is None)
+                # the user's message leaves out something its stand-alone question names,
+                # only what earlier turns said, and does not repeat the subject
+                leaning += (checks.leans_back(g.rag_input, g.standalone_question,
+                                              [*asked, *told]) is None
+                            and checks.refers_back(g.rag_input, asked, told) is None)
                 repeated += checks.repeated_question(g, [t.generated for t in earlier]) is not None
                 questions += checks.is_question(g.rag_input) is None
                 unvalidated += not turn.validated

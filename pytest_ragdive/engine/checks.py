@@ -69,20 +69,31 @@ def refers_back(rag_input: str, questions: Sequence[str], answers: Sequence[str]
     return None
 
 
-def left_to_conversation(rag_input: str, standalone: str, earlier: Sequence[str]) -> set[str]:
-    """What the stand-alone question names from the conversation and the user's message
-    leaves out: the words a reader needs the conversation for."""
-    said = {w for text in earlier for w in content_words(text)}
-    return {w for w in content_words(standalone) if w in said} - set(content_words(rag_input))
+def _named(text: str) -> set[str]:
+    """The words and numbers that say what a question is about."""
+    return {w for w in words(text) if w and w not in STOPWORDS}
+
+
+def left_to_conversation(rag_input: str, standalone: str) -> set[str]:
+    """What the stand-alone question names and the user's message leaves out: what a
+    reader needs the conversation for."""
+    return _named(standalone) - _named(rag_input)
 
 
 def leans_back(rag_input: str, standalone: str, earlier: Sequence[str]) -> str | None:
-    """None when the user's message cannot be understood without the conversation: it
-    leaves out something its stand-alone question names from earlier turns."""
-    if left_to_conversation(rag_input, standalone, earlier):
-        return None
-    return ("rag_input can be understood without the conversation; ask about what the "
-            "conversation is about and refer to it with \"it\" or \"they\"")
+    """None when the user's message cannot be understood without the conversation but can
+    with it: it leaves out something its stand-alone question names, and only what earlier
+    turns said."""
+    left_out = left_to_conversation(rag_input, standalone)
+    said = {w for text in earlier for w in _named(text)}
+    if not left_out:
+        return ("rag_input can be understood without the conversation; ask about what the "
+                "conversation is about and refer to it with \"it\" or \"they\"")
+    unknown = sorted(left_out - said)
+    if unknown:
+        return (f"rag_input leaves out {', '.join(unknown)}, which the conversation has not "
+                f"said; ask about what the conversation is about")
+    return None
 
 
 def is_question(rag_input: str) -> str | None:

@@ -1,8 +1,8 @@
 """Stage 1, the Conversation Generator: an LLM playing a user writes the next turn.
 
 Each turn asks about one fact of the document that no turn has asked about yet, chosen
-by seed among those nearest the last turn: a small model left to choose asks the same
-thing again and again, and a fact given is an answer key the document states. The model writes the question, its stand-alone form and the answer; a
+by seed among those that share a word with the last turn: a small model left to choose
+asks the same thing again and again, and a fact given is an answer key the document states. The model writes the question, its stand-alone form and the answer; a
 follow-up that the model wrote out in full is put as a user types it, with "it" for the
 subject it names (``checks.pronoun_form``).
 """
@@ -25,21 +25,22 @@ _CLAUSE = re.compile(r"(?<=[.!?])\s+|;\s+")
 
 
 class FirstQuestion(BaseModel):
-    """What the generator writes for turn 1: no context yet, so nothing to rewrite."""
+    """What the generator writes for turn 1: no context yet, so nothing to rewrite. The
+    answer comes first, from the fact: a question written after it is the fact's."""
 
-    question: str
     ground_truth: str
+    question: str
 
 
 class NextQuestion(BaseModel):
-    """What the generator writes for later turns. The self-contained question comes
-    first and the short follow-up form last: writing the full question, naming its
-    subject and then shortening it is what a small model can do."""
+    """What the generator writes for later turns, in the order a small model can write
+    them: the fact's answer (a question written first drifts back to the conversation's
+    earlier questions), the self-contained question, its subject, the short follow-up."""
 
+    ground_truth: str
     standalone_question: str
     subject: str
     rag_input: str
-    ground_truth: str
     question_type: Literal["follow_up", "clarification", "correction", "comparative"]
 
 
@@ -58,9 +59,9 @@ def facts(document: Document) -> list[list[str]]:
 
 def next_fact(document: Document, history: list[Turn], seed: int, attempt: int) -> str:
     """The fact the next turn asks about: one no turn used, drawn by ``seed`` (and
-    ``attempt``, so a retry may take another) among those that share the most words
-    with the last turn (words most facts share, the document's own subject, left out),
-    else among those of the last turn's paragraph."""
+    ``attempt``, so a retry may take another) among those that share a word with the
+    last turn (words most facts share, the document's own subject, left out), else among
+    those of the last turn's paragraph."""
     paragraphs = facts(document) or [[document.text.strip()]]
     every = [f for p in paragraphs for f in p]
     used = {t.generated.evidence for t in history}
@@ -72,9 +73,9 @@ def next_fact(document: Document, history: list[Turn], seed: int, attempt: int) 
     words = {f: set(checks.content_words(f)) for f in every}
     topic = {w for w in checks.content_words(f"{last.standalone_question} {last.ground_truth}")
              if sum(w in ws for ws in words.values()) <= len(every) / 2}
-    shared = {f: len(topic & words[f]) for f in pool}
-    if max(shared.values()):
-        return draw.choice([f for f in pool if shared[f] == max(shared.values())])
+    related = [f for f in pool if topic & words[f]]
+    if related:
+        return draw.choice(related)
     near = [f for p in paragraphs if last.evidence in p for f in p if f in pool]
     return draw.choice(near or pool)
 
