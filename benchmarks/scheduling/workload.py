@@ -15,7 +15,7 @@ import asyncio
 import re
 
 import pytest_ragdive as ragdive
-from pytest_ragdive.llm.scripted import ORDINALS
+from pytest_ragdive.llm.scripted import ORDINALS, first_sentence
 
 _TAG = re.compile(r"\\[(doc-\\d+)\\]")
 _TURN = re.compile(r"Write turn (\\d+)")
@@ -32,16 +32,17 @@ def _where(messages):
 # prompt). These two name the document and the turn, so that every call is a miss.
 def first_question(messages):
     tag, _ = _where(messages)
-    return {"question": f"What is the topic of {tag}?", "ground_truth": f"The topic of {tag}."}
+    return {"question": f"What is the topic of {tag}?", "evidence": first_sentence(messages),
+            "ground_truth": f"The topic of {tag}."}
 
 
 def next_question(messages):
     tag, turn = _where(messages)
     nth = ORDINALS[turn - 1]
     return {
-        "standalone_question": f"What is the {nth} fact about the topic of {tag}?",
-        "subject": f"the topic of {tag}",
         "rag_input": f"{tag}: and the {nth} fact about it?",
+        "standalone_question": f"What is the {nth} fact about the topic of {tag}?",
+        "evidence": first_sentence(messages),
         "ground_truth": f"More about the topic of {tag}.",
         "question_type": "follow_up",
     }

@@ -145,7 +145,7 @@ async def _converse(
             candidate = await generate_turn(
                 client, models["generator"], document=document, role=dialogue.role,
                 history=dialogue.turns, feedback=feedback,
-                temperature=judges.generator_temperature, seed=seed, attempt=attempt,
+                temperature=judges.generator_temperature, seed=seed + attempt,
             )
             report(document.id, index, "validate")
             verdict = exact_verdict(candidate, document, dialogue.turns)
@@ -185,9 +185,9 @@ async def _converse(
     await evaluate(dialogue, client, models["evaluator"], metrics)
 
 
-#: faults an attempt may have and still be used under validation "once": not leaning on
-#: the conversation. A repeated question or an invented answer key never is.
-_TOLERABLE = ({"rag_input_not_connected"},)
+#: faults an attempt may have and still be used under validation "once", best first: not
+#: leaning on the conversation; that and asking again. An invented answer key never is.
+_TOLERABLE = ({"rag_input_not_connected"}, {"rag_input_not_connected", "question_not_consistent"})
 
 
 def _better_fallback(

@@ -73,8 +73,11 @@ def exact_verdict(candidate: GeneratedTurn, document: Document, history: list[Tu
         "reads_naturally": checks.mentions_source(candidate),
     }
     if history:
-        found["refers_back"] = checks.follow_up_fault(
-            candidate.rag_input, candidate.standalone_question, history)
+        found["refers_back"] = checks.refers_back(
+            candidate.rag_input,
+            [q for t in earlier for q in (t.rag_input, t.standalone_question)],
+            [text for t in history for text in (t.generated.ground_truth, t.answer.answer)],
+        )
         found["not_repeated"] = checks.repeated_question(candidate, earlier)
     return _verdict({check: reason for check, reason in found.items() if reason})
 

@@ -98,12 +98,15 @@ def _generic(schema: str) -> Responder:
         },
     }
     if schema == "FirstQuestion":
-        return lambda messages: {"question": "What is the topic?", "ground_truth": "The topic."}
+        return lambda messages: {"question": "What is the topic?",
+                                 "evidence": first_sentence(messages),
+                                 "ground_truth": "The topic."}
     if schema == "NextQuestion":
         def next_question(messages: list[dict[str, Any]]) -> dict[str, Any]:
             nth = ORDINALS[turn_number(messages) - 1]
             return {"standalone_question": f"What is the {nth} fact about the topic?",
-                    "subject": "the topic", "rag_input": f"And the {nth} fact about it?",
+                    "rag_input": f"And the {nth} fact about it?",
+                    "evidence": first_sentence(messages),
                     "ground_truth": f"The {nth} fact.", "question_type": "follow_up"}
         return next_question
     if schema == "YesNo":
