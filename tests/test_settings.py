@@ -11,6 +11,8 @@ from conftest import PROJECT_CONFTEST
 
 from pytest_ragdive.engine.documents import load_documents
 from pytest_ragdive.engine.settings import SETTINGS, SettingError, check, parse, scored_metrics
+from pytest_ragdive.engine.validator import asks_model
+from pytest_ragdive.llm.client import Model
 from pytest_ragdive.llm.scripted import calls
 from pytest_ragdive.plugin import bands
 from pytest_ragdive.plugin.options import Options, reference
@@ -61,6 +63,9 @@ def test_a_metric_the_judge_measured_at_chance_is_left_out_unless_chosen(
     chosen = options(pytester, "").for_item({"metrics": ["context_retention"]}, "test")
     assert chosen.judged_by(embedded).metrics == ("context_retention",)
     assert "context_retention" not in scored_metrics(None, 3, "run_dialogue", embedded)
+    # and the validator model's checks, which it answered at chance, are asked only if told
+    assert [asks_model(Model(embedded), c) for c in ("auto", "all", "exact")] == [False, True, False]
+    assert asks_model(Model("openai/gpt-4o-mini"), "auto")
 
 
 @pytest.mark.parametrize(

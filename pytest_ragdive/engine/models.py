@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -117,9 +118,5 @@ class Dialogue(_Model):
     @property
     def rejected_for(self) -> dict[str, int]:
         """How many rejected attempts had each fault (an attempt may have several)."""
-        counts: dict[str, int] = {}
-        for turn in self.turns:
-            for rejection in turn.rejections:
-                for category in rejection.verdict.categories:
-                    counts[category] = counts.get(category, 0) + 1
-        return dict(sorted(counts.items()))
+        return dict(sorted(Counter(c for t in self.turns for r in t.rejections
+                                   for c in r.verdict.categories).items()))

@@ -13,6 +13,7 @@ import asyncio
 
 from ..llm.client import LLMClient, Model
 from . import checks
+from .metrics import AT_CHANCE
 from .models import Document, GeneratedTurn, RejectionCategory, Turn, Verdict
 from .templates import history_view, render
 
@@ -57,11 +58,10 @@ THRESHOLD = 0.5
 
 
 def asks_model(model: Model, setting: str) -> bool:
-    """Whether the validator model's checks run (setting ``validator_checks``): on the
-    embedded model each one answered at chance on its labelled cases, so ``auto`` leaves
-    them to models that can."""
+    """Whether the validator model's checks run (setting ``validator_checks``): ``auto``
+    leaves them out for a model that answered them at chance (``AT_CHANCE``)."""
     if setting == "auto":
-        return not model.name.startswith("embedded/")
+        return "validator" not in AT_CHANCE.get(model.name, ())
     return setting == "all"
 
 
