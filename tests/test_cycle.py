@@ -27,11 +27,11 @@ def test_full_cycle(project, update_args, monkeypatch):
     assert sorted(p.name for p in folder.iterdir()) == [
         "test_bot.aggregate.json", "test_bot[alpha].json", "test_bot[beta].json"]
 
-    run().assert_outcomes(passed=2)
+    run().assert_outcomes(passed=3)  # two items and the test's verdict
 
     monkeypatch.setenv("BOT_MODE", "forgetful")
-    regressed = run()
-    regressed.assert_outcomes(failed=2)
+    regressed = run("--ragdive-verdict=band")  # the paper's rule: each item judged alone
+    regressed.assert_outcomes(failed=3)  # both items, and their mean left its aggregate band
     out = regressed.stdout.str()
     assert "forgetfulness = 1.000, band [0.000, 0.000] (worse)" in out
     assert ("turn 2 ('And the second fact about it?'): the reply does not answer what the user "

@@ -544,10 +544,10 @@ def test_bot(ragdive_dialogue):
         return pytester.runpytest("-m", "ragdive", *args)
 
     ragdive_run("--ragdive-update").assert_outcomes(passed=1)
-    ragdive_run("--ragdive-record-mode=none").assert_outcomes(passed=1)
+    ragdive_run("--ragdive-record-mode=none").assert_outcomes(passed=2)  # item and verdict
     forgetful.set()
-    result = ragdive_run()
-    result.assert_outcomes(failed=1)
+    result = ragdive_run("--ragdive-verdict=band")
+    result.assert_outcomes(failed=2)  # the item, and the test's aggregate band
     output = result.stdout.str()
     assert "forgetfulness = 1.000, band [0.000, 0.000] (worse)" in output
     assert "the reply does not answer what the user meant" in output

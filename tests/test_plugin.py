@@ -17,7 +17,7 @@ def test_improvement_passes_with_a_note_and_can_be_made_to_fail(project, monkeyp
     ragdive(project, "--ragdive-update").assert_outcomes(passed=2)
     monkeypatch.setenv("BOT_MODE", "good")
     better = ragdive(project, "--junitxml=report.xml")
-    better.assert_outcomes(passed=2)
+    better.assert_outcomes(passed=3)  # two items and the test's verdict
     report = (project.path / "report.xml").read_text()
     assert '<property name="ragdive.forgetfulness" value="0.0"' in report
     better.stdout.fnmatch_lines(["*2 item(s) scored better than their band*--ragdive-update*"])
@@ -26,7 +26,7 @@ def test_improvement_passes_with_a_note_and_can_be_made_to_fail(project, monkeyp
     project.makeini("[pytest]\naddopts = -p no:langsmith_plugin -p no:cacheprovider\n"
                     "ragdive_fail_on_improvement = true\n")
     strict = ragdive(project)
-    strict.assert_outcomes(failed=2)
+    strict.assert_outcomes(failed=2, passed=1)
     strict.stdout.fnmatch_lines(["*rose above their baseline band*"])
 
 
@@ -44,20 +44,20 @@ def test_aggregate_outside_its_band_fails_the_session(project, monkeypatch):
     path.write_text(json.dumps(band))
 
     monkeypatch.setenv("BOT_MODE", "forgetful")  # context_retention falls from 1.0
-    result = ragdive(project)
-    result.assert_outcomes(passed=2)  # every item is inside its own band
+    result = ragdive(project, "--ragdive-verdict=band")
+    result.assert_outcomes(passed=2, failed=1)  # every item is inside its own band
     assert result.ret == 1
     result.stdout.fnmatch_lines([
         "*test_bot.py::test_bot  (2 documents): regressed*",
         "*context_retention  mean 0.000*<< worse",
-        "*FAILED: a test's mean over its documents left its aggregate band*",
+        "*FAILED: test_bot.py::test_bot: its mean over its documents left its aggregate band*",
     ])
     assert "correctness        mean 1.000   band [0.500, 0.500]  >> better" in result.stdout.str()
 
-    subset = ragdive(project, "-k", "alpha")  # not every document ran: no aggregate verdict
-    subset.assert_outcomes(passed=1)
+    subset = ragdive(project, "-k", "alpha", "--ragdive-verdict=band")
+    subset.assert_outcomes(passed=1)  # not every document ran: no aggregate verdict
     assert subset.ret == 0
-    subset.stdout.fnmatch_lines(["*aggregate not checked: only some documents*"])
+    subset.stdout.fnmatch_lines(["*aggregate band not checked: only some documents*"])
 
 
 def test_removed_document_is_reported_then_removed_on_update(project):
@@ -67,7 +67,7 @@ def test_removed_document_is_reported_then_removed_on_update(project):
         '    ragdive.Document(id="beta", text="Beta is a bridge opened in 1950."),\n', ""))
 
     checked = ragdive(project)
-    checked.assert_outcomes(passed=1)
+    checked.assert_outcomes(passed=2)  # alpha and the test's verdict
     checked.stdout.fnmatch_lines(["*1 baseline file(s) unused (run --ragdive-update to remove)*",
                                   "*test_bot?beta?.json"])
     assert (folder / "test_bot[beta].json").exists()

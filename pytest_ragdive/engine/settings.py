@@ -86,16 +86,28 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
             choices=("auto", "all", "exact")),
     Setting("runs", int, 3, "baseline runs per item on --ragdive-update", (CLI, MARKER, INI),
             minimum=1, ini_name="ragdive_baseline_runs", metavar="N"),
-    Setting("seed", int, 0, "first generator seed: a check uses it, an update N, N+1, ...; a "
-            "seed the bands were not recorded with holds a new conversation", (CLI, DIALOGUE),
+    Setting("seed", int, 0, "first generator seed: a check uses it (and N+1, ... for "
+            "confirmation runs), an update N, N+1, ...; a seed the bands were not recorded "
+            "with holds a new conversation", (CLI, DIALOGUE),
             minimum=0, metavar="N"),
     Setting("documents", str, "", "the source documents: a file, folder or glob (relative to "
             "the rootdir in the ini file, to the test module in the marker)", (MARKER, INI),
             form="a path or glob (the marker also takes a list of Documents)"),
+    Setting("verdict", str, "permutation", "what fails the session: permutation (per test "
+            "function and metric, a stratified permutation test of the candidate's runs "
+            "against the baseline's, Holm over the metrics at ragdive_alpha; a band left by one "
+            "item is shown, not failed) or band (the paper's rule: any score outside its "
+            "min-max band fails its item)", (CLI, INI), choices=("permutation", "band")),
+    Setting("alpha", float, 0.05, "the permutation verdict's false-alarm rate per test "
+            "function, over all its metrics", (INI,), minimum=0.0001, form="a number in "
+            "(0, 0.5]"),
+    Setting("confirm_runs", int, 2, "permutation verdict: candidate runs added per document, "
+            "with the seeds after the first, when its first run leaves its band on the worse "
+            "side; 0 never adds any", (CLI, MARKER, INI), minimum=0, metavar="N"),
     Setting("band_margin", float, 0.0, "tolerance added to both sides of every band", (INI,),
             minimum=0),
-    Setting("fail_on_improvement", bool, False, "fail items that score above their band",
-            (INI,)),
+    Setting("fail_on_improvement", bool, False, "fail items that score above their band "
+            "(band verdict)", (INI,)),
     Setting("model", str, "", "litellm model for all three judge roles (overrides the "
             "ragdive_judges fixture and the ini models)", (CLI,), metavar="MODEL"),
     Setting("generator_model", str, "", "litellm model of the conversation generator", (INI,)),
@@ -183,6 +195,8 @@ def check(name: str, value: Any, where: str) -> Any:
         if setting.kind is int and not isinstance(value, int):
             raise bad
         if math.isnan(value) or (setting.minimum is not None and value < setting.minimum):
+            raise bad
+        if name == "alpha" and value > 0.5:
             raise bad
         return setting.kind(value)
     if not isinstance(value, str):

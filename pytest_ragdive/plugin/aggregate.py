@@ -1,6 +1,7 @@
 """Per test function: the mean of each metric over its documents against an aggregate
 band (the paper's main use: a mean over many conversations is far steadier than one),
-and baseline files no collected test owns any more."""
+the permutation verdict over its documents' runs, and baseline files no collected test
+owns any more."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from typing import Any
 
 from . import bands
 
+UNUSABLE = ("error", "missing", "stale")
+
 
 def evaluate(
     chosen: Mapping[str, list[str]],
@@ -19,9 +22,11 @@ def evaluate(
     *,
     margin: float,
     update: bool,
+    verdict: str = "band",
+    alpha: float = 0.05,
 ) -> tuple[list[dict[str, Any]], dict[Path, dict[str, Any]]]:
-    """One row per test function that ran (its means, band and status), and on update
-    the aggregate bands to write."""
+    """One row per test function that ran (its means, band, verdict and status), and on
+    update the aggregate bands to write."""
     rows: list[dict[str, Any]] = []
     to_write: dict[Path, dict[str, Any]] = {}
     for function, nodeids in chosen.items():
@@ -29,41 +34,50 @@ def evaluate(
         if not ran:
             continue
         row: dict[str, Any] = {"function": function, "documents": len(ran), "band": {},
-                               "means": _means([r["scores"] for r in ran]), "note": ""}
+                               "means": _means([r["scores"] for r in ran]), "note": "",
+                               "verdict": verdict, "location": ran[0].get("location")}
         rows.append(row)
-        complete = sorted(nodeids) == sorted(all_items.get(function, []))
-        usable = all(r["status"] not in ("error", "missing", "stale") for r in ran)
-        if not complete or len(ran) < len(nodeids):
+        complete = sorted(nodeids) == sorted(all_items.get(function, [])) and \
+            len(ran) == len(nodeids)
+        usable = [r for r in ran if r["status"] not in UNUSABLE]
+        if not complete:
             row["status"] = "skipped"
-            row["note"] = "aggregate not checked: only some documents of this test ran"
-            continue
-        if not usable:
+            row["note"] = "aggregate band not checked: only some documents of this test ran"
+        elif len(usable) < len(ran):
             row["status"] = "skipped"
-            row["note"] = "aggregate not checked: some items have no usable result"
-            continue
-        path = Path(ran[0]["aggregate_file"])
-        if update:
+            row["note"] = "aggregate band not checked: some items have no usable result"
+        elif update:
             recorded = _band(ran)
-            to_write[path] = recorded
+            to_write[Path(ran[0]["aggregate_file"])] = recorded
             row["band"] = {m: (s["min"], s["max"]) for m, s in recorded["metrics"].items()}
             row["status"], row["doc"] = "recorded", recorded
-            continue
-        try:
-            doc = bands.read(path)
-            if doc is None:
-                row["status"] = "regressed"
-                row["note"] = f"no aggregate band at {path}; record it with --ragdive-update"
-                continue
-            row["band"] = {m: (s["min"], s["max"]) for m, s in doc["metrics"].items()}
-            row["doc"] = doc
-            deviations = bands.compare(doc, row["means"], margin)
-        except bands.BaselineError as exc:
-            row["status"], row["note"] = "regressed", str(exc)
-            continue
-        row["deviations"] = [(d.metric, d.worse) for d in deviations]
-        row["status"] = ("regressed" if any(d.worse for d in deviations)
-                         else "improved" if deviations else "passed")
+        else:
+            _check(row, Path(ran[0]["aggregate_file"]), margin)
+        if verdict == "permutation" and not update:
+            from .decision import permutation
+
+            permutation(row, {n: results[n] for n in nodeids if n in results
+                              and results[n]["status"] not in UNUSABLE},
+                        len(all_items.get(function, nodeids)), alpha)
     return rows, to_write
+
+
+def _check(row: dict[str, Any], path: Path, margin: float) -> None:
+    try:
+        doc = bands.read(path)
+        if doc is None:
+            row["status"] = "regressed"
+            row["note"] = f"no aggregate band at {path}; record it with --ragdive-update"
+            return
+        row["band"] = {m: (s["min"], s["max"]) for m, s in doc["metrics"].items()}
+        row["doc"] = doc
+        deviations = bands.compare(doc, row["means"], margin)
+    except bands.BaselineError as exc:
+        row["status"], row["note"] = "regressed", str(exc)
+        return
+    row["deviations"] = [(d.metric, d.worse) for d in deviations]
+    row["status"] = ("regressed" if any(d.worse for d in deviations)
+                     else "improved" if deviations else "passed")
 
 
 def _means(scores: list[dict[str, float]]) -> dict[str, float]:

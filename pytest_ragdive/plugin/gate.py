@@ -1,5 +1,7 @@
-"""The verdict on one item: the dialogue's own errors (before the test body runs, so that
-a body reading the scores cannot hide the cause), then, after the body, its band."""
+"""The checks of one item: the dialogue's own errors (before the test body runs, so that
+a body reading the scores cannot hide the cause), then, after the body, its band. Under
+the band verdict a score outside its band fails the item; under the permutation verdict
+it is kept as the place to look, and the test function's verdict decides (``decision``)."""
 
 from __future__ import annotations
 
@@ -35,8 +37,11 @@ def check_dialogue(
     path = bands.item_path(item)
     record: dict[str, Any] = {
         "function": function_key(item),
+        "location": [item.location[0], item.location[1], item.location[2].split("[", 1)[0]],
         "document": first.document_id,
         "scores": dict(first.scores),
+        # every run's scores: the baseline runs on update, else the candidate's runs
+        "runs": {m: [d.scores[m] for d in dialogues if m in d.scores] for m in first.scores},
         "turns": sum(len(d.turns) for d in dialogues),
         "dialogues": len(dialogues),
         "rejections": sum(d.rejection_count for d in dialogues),
@@ -63,6 +68,25 @@ def check_dialogue(
                         pytrace=False)
 
 
+def produced_by(settings: ItemSettings, judges: dict[str, str]) -> dict[str, Any]:
+    """What a band must have been recorded with to judge an item of these settings."""
+    return {"turns": settings.turns, "role": settings.role, "metrics": list(settings.metrics),
+            "judges": judges}
+
+
+def leaves_band(path: Path, produced: dict[str, Any], scores: dict[str, float],
+                margin: float) -> bool:
+    """Whether ``scores`` leave a usable band at ``path`` on the worse side: what draws
+    confirmation runs. A missing, stale or broken band draws none (the item fails on it)."""
+    try:
+        doc = bands.read(path)
+    except bands.BaselineError:
+        return False
+    if doc is None or bands.stale_reason(doc, produced):
+        return False
+    return any(d.worse for d in bands.compare(doc, scores, margin))
+
+
 def check_band(
     item: pytest.Item,
     settings: ItemSettings,
@@ -70,30 +94,26 @@ def check_band(
     record: dict[str, Any],
     *,
     update: bool,
+    verdict: str,
     margin: float,
     fail_on_improvement: bool,
 ) -> None:
-    """Fail the item when its scores left the band; on update, put the band to write at
-    the end of the session into its ``record``."""
+    """Fail the item when its band is missing, stale or broken, or (band verdict) when its
+    scores left it; on update, put the band to write at the end of the session into its
+    ``record``."""
     first = dialogues[0]
     path = Path(record["file"])
-    produced_by = {
-        "turns": settings.turns,
-        "role": settings.role,
-        "metrics": list(settings.metrics),
-        "judges": record["judges"],
-    }
+    produced = produced_by(settings, record["judges"])
     if update:
         from .. import __version__
 
-        values = {m: [d.scores[m] for d in dialogues] for m in settings.metrics}
-        record.update(runs=values, produced_by=produced_by, status="recorded",
-                      band=bands.band(values, {**produced_by, "plugin": __version__}))
+        record.update(produced_by=produced, status="recorded",
+                      band=bands.band(record["runs"], {**produced, "plugin": __version__}))
         return
     command = f"pytest '{function_key(item)}' --ragdive-update"
     try:
         doc = bands.read(path)
-        stale = bands.stale_reason(doc, produced_by) if doc is not None else None
+        stale = bands.stale_reason(doc, produced) if doc is not None else None
         deviations = bands.compare(doc, first.scores, margin) if doc and not stale else []
     except bands.BaselineError as exc:
         problem = str(exc)
@@ -112,10 +132,12 @@ def check_band(
                     f"it is stale. Record it again with:\n  {command}", pytrace=False)
     worse = [d for d in deviations if d.worse]
     better = [d for d in deviations if not d.worse]
-    record["status"] = "regressed" if worse else "improved" if better else "passed"
-    if worse:
-        lines = [f"{d.describe()}\n      {_culprit(first, d.metric)}" for d in worse]
-        pytest.fail("scores left their baseline band:\n  " + "\n  ".join(lines), pytrace=False)
+    record["left_band"] = [f"{d.describe()}\n      {_culprit(first, d.metric)}" for d in worse]
+    failing = bool(worse) and verdict == "band"
+    record["status"] = "regressed" if failing else "improved" if better and not worse else "passed"
+    if failing:
+        pytest.fail("scores left their baseline band:\n  " + "\n  ".join(record["left_band"]),
+                    pytrace=False)
     if better and fail_on_improvement:
         pytest.fail("scores rose above their baseline band (ragdive_fail_on_improvement): "
                     + "; ".join(d.describe() for d in better)

@@ -112,6 +112,19 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     return result
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtestloop(session: pytest.Session) -> Generator[None, Any, Any]:
+    result = yield
+    # on the xdist controller too: its loop ends once every worker's results are merged
+    state = session.config.stash[STATE]
+    if state.all_items and not hasattr(session.config, "workerinput") and not (
+            session.shouldstop or session.shouldfail):
+        from .decision import log
+
+        log(session, state.judge())
+    return result
+
+
 def pytest_sessionfinish(session: pytest.Session) -> None:
     state = session.config.stash[STATE]
     if hasattr(session.config, "workerinput"):

@@ -42,6 +42,7 @@ class ItemSettings:
     validation: str
     validator_checks: str
     runs: int
+    confirm_runs: int
     metrics_chosen: bool  # by the marker or the ini file; else the judge may leave some out
 
     def judged_by(self, judge: str) -> ItemSettings:
@@ -100,7 +101,7 @@ class Options:
                                 max_regenerations=pick("max_regenerations"),
                                 validation=pick("validation"),
                                 validator_checks=pick("validator_checks"), runs=pick("runs"),
-                                metrics_chosen=bool(chosen))
+                                confirm_runs=pick("confirm_runs"), metrics_chosen=bool(chosen))
         except SettingError as exc:
             raise pytest.UsageError(str(exc)) from None
 

@@ -22,6 +22,9 @@ def write_summary(
         n = row["documents"]
         reporter.write_line(
             f"{row['function']}  ({n} document{'s' * (n != 1)}): {row['status']}")
+        verdicts = {v["metric"]: v for v in row.get("verdicts", [])}
+        if verdicts:
+            reporter.write_line(f"    permutation verdict: {row['design']}")
         for metric, value in row["means"].items():
             low_high = row["band"].get(metric)
             band = f"[{low_high[0]:.3f}, {low_high[1]:.3f}]" if low_high else "-"
@@ -29,9 +32,16 @@ def write_summary(
             for name, worse in row.get("deviations", []):
                 if name == metric:
                     mark = "  << worse" if worse else "  >> better"
+            verdict = verdicts.get(metric)
+            if verdict:
+                mark = f"   {verdict['verdict']}: {verdict['reason']}"
             reporter.write_line(f"    {metric:<18} mean {value:.3f}   band {band}{mark}")
         if row["note"]:
             reporter.write_line(f"    {row['note']}")
+        for nodeid, problems in sorted(row.get("left_band", {}).items()):
+            reporter.write_line(f"    outside its band (shown, not failed): {nodeid}")
+            for problem in problems:
+                reporter.write_line(f"      {problem}")
     records = list(results.values())
     if records:
         usage: dict[str, float] = {}
@@ -67,6 +77,13 @@ def write_summary(
         reporter.write_line(f"{len(unused)} baseline file(s) {verb}:")
         for path in unused:
             reporter.write_line(f"    {path}")
-    if any(row["status"] == "regressed" for row in aggregates):
-        reporter.write_line("FAILED: a test's mean over its documents left its aggregate band",
-                            red=True, bold=True)
+    for row in aggregates:
+        if row["status"] == "regressed":
+            cause = ("worse than its baseline by more than run-to-run variation explains"
+                     if row["verdict"] == "permutation"
+                     else "its mean over its documents left its aggregate band")
+            reporter.write_line(f"FAILED: {row['function']}: {cause}", red=True, bold=True)
+        elif row["status"] == "inconclusive":
+            reporter.write_line(f"inconclusive (not failed): {row['function']}: the runs "
+                                f"cannot tell a change from noise; see the reasons above",
+                                yellow=True)

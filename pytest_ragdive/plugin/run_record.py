@@ -19,8 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..engine.metrics import METRICS
 from ..engine.models import Dialogue
 
-__all__ = ["Band", "BandVerdict", "ItemRecord", "MetricRecord", "Outcome", "RunRecord",
-           "TestRecord", "metric_records"]
+__all__ = ["Band", "BandVerdict", "ItemRecord", "MetricRecord", "MetricVerdictRecord", "Outcome",
+           "RunRecord", "TestRecord", "metric_records"]
 
 #: How a value relates to its band. "not scored": the metric could not be computed.
 BandVerdict = Literal["in band", "worse", "better", "no band", "not scored"]
@@ -114,6 +114,8 @@ class ItemRecord(_Model):
     message: str = Field(default="", description="Why it failed, errored or was skipped.")
     duration_s: float | None = None
     metrics: list[MetricRecord] = Field(default_factory=list)
+    runs: int = Field(default=1, description="Dialogues held: baseline runs on update, else "
+                      "the first run and its confirmation runs.")
     rejections: int = Field(default=0, description="Generated turns the validator sent back.")
     rejected_for: dict[str, int] = Field(
         default_factory=dict, description="Rejected attempts per fault (the paper's classes).")
@@ -124,20 +126,36 @@ class ItemRecord(_Model):
         return self.outcome in ("failed", "error")
 
 
+class MetricVerdictRecord(_Model):
+    """One metric's permutation verdict over a test's documents (``verdict.MetricVerdict``)."""
+
+    metric: str
+    verdict: Literal["worse", "not worse", "inconclusive"]
+    p: float
+    delta: float = Field(description="Candidate minus baseline, the mean over documents.")
+    smallest_p: float = Field(description="The smallest p-value the design can give.")
+    reason: str
+
+
 class TestRecord(_Model):
-    """A test function: its items, and the mean of each metric over them against the
-    test's aggregate band."""
+    """A test function: its items, the mean of each metric over them against the test's
+    aggregate band, and the test's verdict."""
 
     __test__ = False  # not a pytest test class, despite its name
 
     key: str = Field(description="The node id without parameters: 'path::test_name'.")
+    rule: Literal["permutation", "band"] = "band"
+    status: str = Field(default="", description="regressed, inconclusive, passed, improved, "
+                        "recorded or skipped (nothing decided).")
+    design: str = Field(default="", description="What the permutation verdict stood on.")
+    verdicts: list[MetricVerdictRecord] = Field(default_factory=list)
     metrics: list[MetricRecord] = Field(default_factory=list)
     note: str = Field(default="", description="e.g. why the aggregate was not checked.")
     items: list[ItemRecord] = Field(default_factory=list)
 
     @property
     def failed(self) -> bool:
-        return any(i.failed for i in self.items) or any(m.verdict == "worse" for m in self.metrics)
+        return any(i.failed for i in self.items) or self.status == "regressed"
 
 
 class RunRecord(_Model):
@@ -172,6 +190,9 @@ class RunRecord(_Model):
             row = rows.get(function)
             test = TestRecord(
                 key=function, note=row["note"] if row else "",
+                rule=row["verdict"] if row else "band", status=row["status"] if row else "",
+                design=row.get("design", "") if row else "",
+                verdicts=[MetricVerdictRecord(**v) for v in row.get("verdicts", [])] if row else [],
                 metrics=metric_records(row["means"], row.get("doc"), margin) if row else [],
             )
             for nodeid in sorted(nodeids):
@@ -184,6 +205,7 @@ class RunRecord(_Model):
                     metrics=metric_records(result.get("scores", {}),
                                            result.get("band") or result.get("band_doc"),
                                            margin) if result else [],
+                    runs=result.get("dialogues", 1),
                     rejections=result.get("rejections", 0),
                     rejected_for=result.get("rejected_for", {}),
                     dialogue=Dialogue.model_validate(dialogue) if dialogue else None,

@@ -43,6 +43,8 @@ class RagdiveSession:
         self.scopes: dict[str, list[str] | None] = {}  # baseline dir -> functions, None = all
         self.results: dict[str, dict[str, Any]] = {}
         self.aggregates: list[dict[str, Any]] = []
+        self._aggregate_bands: dict[Path, dict[str, Any]] = {}
+        self._judged = False
         self.unused: list[str] = []
         self.notes: set[str] = set()
         self._items: dict[str, list[pytest.Item]] = {}
@@ -206,10 +208,12 @@ class RagdiveSession:
         }
         first = self.options.get("seed")
         seeds = range(first, first + (settings.runs if self.update else 1))
+        confirming = not self.update and self.options.get("verdict") == "permutation"
+        most = len(seeds) + (settings.confirm_runs if confirming else 0)
 
         def start(doc: Document, seed: int) -> Callable[[], Awaitable[Dialogue]]:
             return lambda: arun_dialogue(doc, adapter, seed=seed, **options,
-                                         progress=progress.reporter(seed - first, len(seeds)))
+                                         progress=progress.reporter(seed - first, most))
 
         def submit(it: pytest.Item, doc: Document) -> list[concurrent.futures.Future[Any]]:
             return [runner.submit((it.nodeid, seed), start(doc, seed)) for seed in seeds]
@@ -223,8 +227,25 @@ class RagdiveSession:
                 if doc is not None and hasattr(doc, "text"):
                     submit(other, doc)
         dialogues = progress.wait(own)
+        if confirming and settings.confirm_runs and self._looks_worse(item, settings, judges,
+                                                                      dialogues[0]):
+            more = range(first + 1, first + 1 + settings.confirm_runs)
+            dialogues += progress.wait([runner.submit((item.nodeid, seed), start(document, seed))
+                                        for seed in more])
         self._dialogues[item.nodeid] = (settings, judges, dialogues)
         return dialogues[0]
+
+    def _looks_worse(self, item: pytest.Item, settings: ItemSettings, judges: Judges,
+                     dialogue: Dialogue) -> bool:
+        """Whether the first run left its band on the worse side: confirm it before deciding."""
+        from . import bands
+        from .gate import leaves_band, produced_by
+
+        if dialogue.errors:
+            return False
+        names = {role: model.name for role, model in judges.models.items()}
+        return leaves_band(bands.item_path(item), produced_by(settings, names), dialogue.scores,
+                           self.options.get("band_margin"))
 
     # -- checking -----------------------------------------------------------------
 
@@ -249,7 +270,7 @@ class RagdiveSession:
         if entry is not None:
             settings, _, dialogues = entry
             check_band(item, settings, dialogues, self.results[item.nodeid], update=self.update,
-                       margin=self.options.get("band_margin"),
+                       verdict=self.options.get("verdict"), margin=self.options.get("band_margin"),
                        fail_on_improvement=self.options.get("fail_on_improvement"))
 
     def outcome(self, report: pytest.TestReport) -> None:
@@ -288,17 +309,31 @@ class RagdiveSession:
         self.expected_files = set(output["expected_files"])
         self.scopes = output["scopes"]
 
+    def judge(self) -> list[pytest.TestReport]:
+        """Once every item ran: each test function's verdict as a report of its own (none
+        on update, which records instead)."""
+        from . import aggregate, decision
+
+        self.aggregates, self._aggregate_bands = aggregate.evaluate(
+            self.chosen, self.all_items, self.results,
+            margin=self.options.get("band_margin"), update=self.update,
+            verdict=self.options.get("verdict"), alpha=self.options.get("alpha"),
+        )
+        self._judged = True
+        if self.update:
+            return []
+        return [rep for row in self.aggregates if (rep := decision.report(row)) is not None]
+
     def finish(self, interrupted: bool) -> bool:
-        """Check the aggregate bands; on update write every band at once (none when the
-        run was interrupted) and remove unused ones. True when the session must fail."""
+        """On update write every band at once (none when the run was interrupted) and
+        remove unused ones; write the reports. True when the session must fail."""
         if not self.all_items:
             return False
         from . import aggregate, bands
 
-        self.aggregates, aggregate_bands = aggregate.evaluate(
-            self.chosen, self.all_items, self.results,
-            margin=self.options.get("band_margin"), update=self.update,
-        )
+        if not self._judged:  # the test loop did not end normally
+            self.judge()
+        aggregate_bands = self._aggregate_bands
         self.unused = aggregate.unused_files(self.scopes, self.expected_files)
         if self.update:
             if interrupted:
@@ -312,7 +347,7 @@ class RagdiveSession:
             for path in self.unused:
                 Path(path).unlink(missing_ok=True)
         self._write_reports()
-        return any(a["status"] == "regressed" for a in self.aggregates)
+        return False
 
     def _write_reports(self) -> None:
         html, json_path = self.options.get("report"), self.options.get("json")

@@ -63,7 +63,7 @@ def test_a_damaged_band_fails_its_item_and_is_kept(
     path.write_text(json.dumps(band))  # json writes NaN as NaN, as a careless edit would
     before = path.read_bytes()
     monkeypatch.setenv("BOT_MODE", "forgetful")  # a regression the band must not let pass
-    result = ragdive(project)
+    result = ragdive(project, "--ragdive-verdict=band")
     result.assert_outcomes(failed=2)  # beta regressed; alpha's band is unusable
     result.stdout.fnmatch_lines(["*_ test_bot?alpha? _*", f"the baseline *{message}*"])
     assert "During handling" not in result.stdout.str()

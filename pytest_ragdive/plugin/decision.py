@@ -1,0 +1,112 @@
+"""A test function's verdict, reported to pytest as an outcome of its own.
+
+Its node id is the function's (``path::test_name``), so the terminal, ``-n`` runs, JUnit
+XML and the reports show it like a test, and a failing verdict fails the session the way
+a failing test does. Under the permutation verdict it comes from ``verdict.decide`` over
+the documents' runs; under the band verdict from the aggregate band.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict
+from typing import Any
+
+import pytest
+
+from .verdict import decide
+
+
+def permutation(row: dict[str, Any], usable: Mapping[str, dict[str, Any]], collected: int,
+                alpha: float) -> None:
+    """Put the permutation verdict of a test function's usable items into its ``row``."""
+    baseline: dict[str, dict[str, list[float]]] = {}
+    candidate: dict[str, dict[str, list[float]]] = {}
+    for record in usable.values():
+        metrics = (record.get("band_doc") or {}).get("metrics", {})
+        for metric, stats in metrics.items():
+            if metric in record["runs"] and stats.get("runs"):
+                baseline.setdefault(metric, {})[record["document"]] = stats["runs"]
+                candidate.setdefault(metric, {})[record["document"]] = record["runs"][metric]
+    row["left_band"] = {n: r["left_band"] for n, r in usable.items() if r.get("left_band")}
+    verdicts = decide(baseline, candidate, alpha=alpha) if baseline else []
+    row["verdicts"] = [asdict(v) for v in verdicts]
+    if not verdicts:
+        row["status"] = "skipped"
+        row["note"] = "no verdict: no item of this test has a usable baseline band"
+        return
+    found = {v.verdict for v in verdicts}
+    row["status"] = ("regressed" if "worse" in found
+                     else "inconclusive" if "inconclusive" in found else "passed")
+    documents = len({d for by_doc in candidate.values() for d in by_doc})
+    runs = sorted({len(r["runs"][m]) for r in usable.values() for m in r["runs"]})
+    row["design"] = (f"{documents} of {collected} document{'s' * (collected != 1)}, "
+                     f"{runs[0]}{f'-{runs[-1]}' if len(runs) > 1 else ''} candidate run"
+                     f"{'s' * (runs[-1] != 1)} each; Holm over {len(verdicts)} metric"
+                     f"{'s' * (len(verdicts) != 1)} at alpha {alpha:g}")
+
+
+def describe(row: dict[str, Any]) -> str:
+    """The verdict as text: a line per metric, then where to look."""
+    if row["verdict"] == "band":
+        worse = [m for m, w in row.get("deviations", []) if w]
+        lines = [f"aggregate band (the mean over {row['documents']} documents): {row['status']}"]
+        for metric in worse:
+            low, high = row["band"][metric]
+            lines.append(f"  {metric} mean {row['means'][metric]:.3f}, band [{low:.3f}, "
+                         f"{high:.3f}] (worse)")
+        if row["note"]:
+            lines.append(f"  {row['note']}")
+        return "\n".join(lines)
+    worse = [v["metric"] for v in row["verdicts"] if v["verdict"] == "worse"]
+    headline = (f"worse than the baseline: {', '.join(worse)}" if worse
+                else f"permutation verdict: {row['status']}")
+    lines = [headline, f"  over {row['design']}"]
+    for v in row["verdicts"]:
+        lines.append(f"  {v['metric']:<18} {v['verdict']:<12} {v['reason']}")
+    if row["note"]:
+        lines.append(f"  {row['note']}")
+    if row["left_band"]:
+        lines.append("  where to look (first runs outside their item band):")
+        for nodeid, problems in sorted(row["left_band"].items()):
+            lines += [f"    {nodeid}"] + [f"      {p}" for p in problems]
+    return "\n".join(lines)
+
+
+def report(row: dict[str, Any]) -> pytest.TestReport | None:
+    """The test function's report, or None when nothing was decided (only some of its
+    documents ran under the band verdict, or none had a usable band)."""
+    if row["status"] in ("skipped", "recorded"):
+        return None
+    function = row["function"]
+    path, line, name = row.get("location") or (function.split("::", 1)[0], None,
+                                               function.rsplit("::", 1)[-1])
+    failed = row["status"] == "regressed"
+    text = describe(row)
+    properties = [(f"ragdive.verdict.{v['metric']}", v["verdict"]) for v in row.get("verdicts", [])]
+    return pytest.TestReport(
+        nodeid=function, location=(path, line, name), keywords={name: 1},
+        outcome="failed" if failed else "passed", longrepr=text if failed else None,
+        when="call", sections=[] if failed else [("ragdive verdict", text)],
+        user_properties=[("ragdive.verdict", row["status"]), *properties],
+    )
+
+
+def _phase(call: pytest.TestReport, when: str) -> pytest.TestReport:
+    """The passing setup or teardown around a verdict (JUnit XML reads properties from
+    the teardown)."""
+    return pytest.TestReport(nodeid=call.nodeid, location=call.location, keywords=call.keywords,
+                             outcome="passed", longrepr=None, when=when,  # type: ignore[arg-type]
+                             user_properties=call.user_properties if when == "teardown" else [])
+
+
+def log(session: pytest.Session, reports: list[pytest.TestReport]) -> None:
+    """Hand the reports to pytest as a runner would (terminal, JUnit XML, counts); counted
+    as collected, so that the progress shown still ends at 100%."""
+    session.testscollected += len(reports)
+    hook = session.config.hook
+    for rep in reports:
+        hook.pytest_runtest_logstart(nodeid=rep.nodeid, location=rep.location)
+        for phase in (_phase(rep, "setup"), rep, _phase(rep, "teardown")):
+            hook.pytest_runtest_logreport(report=phase)
+        hook.pytest_runtest_logfinish(nodeid=rep.nodeid, location=rep.location)

@@ -1,0 +1,94 @@
+"""The permutation verdict as users meet it: a test function's own outcome, which fails the
+session on a clear regression, shows item bands without failing on them, says
+"inconclusive" when the runs cannot decide, and draws confirmation runs only when needed."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from pytest_ragdive.plugin.run_record import RunRecord
+
+BODY = '''
+import pytest_ragdive as ragdive
+
+@ragdive.conversation(turns=2, runs=3, metrics=["correctness", "forgetfulness"])
+def test_bot(ragdive_dialogue):
+    pass
+'''
+
+
+@pytest.fixture
+def recorded(project: pytest.Pytester) -> pytest.Pytester:
+    project.makepyfile(test_bot=BODY)
+    project.runpytest("-m", "ragdive", "--ragdive-update").assert_outcomes(passed=2)
+    return project
+
+
+def test_an_unchanged_bot_replays_its_first_run_and_passes(recorded) -> None:
+    result = recorded.runpytest("-m", "ragdive", "--ragdive-record-mode=none",
+                                "--ragdive-json=run.json")
+    result.assert_outcomes(passed=3)  # two items and the test's verdict
+    result.stdout.fnmatch_lines(["*test_bot.py::test_bot  (2 documents): passed*",
+                                 "*model calls 0,*"])
+    (test,) = RunRecord.model_validate_json((recorded.path / "run.json").read_text()).tests
+    assert (test.rule, test.status) == ("permutation", "passed")
+    assert [i.runs for i in test.items] == [1, 1]  # inside every band: no confirmation
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["in-process", "xdist"])
+def test_a_clear_regression_fails_the_test_through_its_metric(recorded, monkeypatch,
+                                                               workers) -> None:
+    monkeypatch.setenv("BOT_MODE", "forgetful")
+    result = recorded.runpytest("-m", "ragdive", "--junitxml=junit.xml",
+                                "--ragdive-json=run.json", *workers)
+    result.assert_outcomes(passed=2, failed=1)  # the items pass; the test's verdict fails
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines([
+        "*forgetfulness*worse*candidate higher by 1.000 over 2 documents: p = 0.0025*",
+        "*where to look*",
+        "*test_bot[[]alpha[]]*",
+        "*forgetfulness = 1.000, band [[]0.000, 0.000[]] (worse)*",
+        "*turn 2 ('And the second fact about it?'): the reply does not answer what the user*",
+        "FAILED test_bot.py::test_bot - worse than the baseline: forgetfulness",
+    ])
+    (test,) = RunRecord.model_validate_json((recorded.path / "run.json").read_text()).tests
+    assert test.status == "regressed" and test.failed
+    assert {v.metric: v.verdict for v in test.verdicts} == {
+        "correctness": "not worse", "forgetfulness": "worse"}
+    assert [i.runs for i in test.items] == [3, 3]  # each first run left its band: confirmed
+    cases = {c.get("name"): c for c in ET.parse(recorded.path / "junit.xml").iter("testcase")}
+    assert cases["test_bot"].find("failure") is not None
+    assert cases["test_bot[alpha]"].find("failure") is None
+    properties = {p.get("name"): p.get("value") for p in cases["test_bot"].iter("property")}
+    assert properties["ragdive.verdict.forgetfulness"] == "worse"
+
+
+def test_a_subset_of_documents_is_judged_on_its_own(recorded, monkeypatch) -> None:
+    monkeypatch.setenv("BOT_MODE", "forgetful")
+    result = recorded.runpytest("-m", "ragdive", "-k", "alpha")
+    result.assert_outcomes(passed=2)  # one document cannot decide at 5% over two metrics
+    result.stdout.fnmatch_lines([
+        "*permutation verdict: 1 of 2 documents, 3 candidate runs*",
+        "*forgetfulness*inconclusive: 1 document × 3 baseline runs × 3 candidate runs cannot "
+        "reach p ≤ 0.0250 (smallest possible p 0.0500)*"])
+
+
+def test_runs_that_cannot_decide_say_inconclusive_and_pass(recorded, monkeypatch) -> None:
+    monkeypatch.setenv("BOT_MODE", "forgetful")
+    result = recorded.runpytest("-m", "ragdive", "--ragdive-confirm-runs=0")
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines([
+        "*forgetfulness*inconclusive: 2 documents × 3 baseline runs × 1 candidate run cannot "
+        "reach p ≤ 0.0250 (smallest possible p 0.0625): add documents or runs*",
+        "*outside its band (shown, not failed): test_bot.py::test_bot[[]alpha[]]*",
+        "inconclusive (not failed): test_bot.py::test_bot*",
+    ])
+
+
+def test_the_band_rule_fails_each_item_that_leaves_its_band(recorded, monkeypatch) -> None:
+    monkeypatch.setenv("BOT_MODE", "forgetful")
+    result = recorded.runpytest("-m", "ragdive", "--ragdive-verdict=band")
+    result.assert_outcomes(failed=3)  # both items, and the mean left its aggregate band
+    result.stdout.fnmatch_lines(["*scores left their baseline band:*"])
