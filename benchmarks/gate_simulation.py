@@ -14,8 +14,9 @@ Rules compared, each over both metrics:
 
 * new: ``pytest_ragdive.plugin.verdict.decide`` (stratified permutation test, Holm over the
   two metrics at --alpha); the session is flagged when a metric is "worse".
-* confirm: decide on k = 1; when that needs confirmation (an inconclusive metric), draw more
-  runs up to k = 3 and decide again on all of them; the second decision is final.
+* confirm: the plugin's default. Every document's first candidate run that leaves that
+  document's band on the worse side (on any metric) draws 2 more runs with new seeds; then
+  ``decide`` on every run drawn (1 or 3 per document).
 * band: flagged when the first candidate run of any document leaves that document's min..max
   band of the R baseline runs on the worse side, on any metric.
 
@@ -61,9 +62,9 @@ class Job:
 class Counts:
     job: Job
     flagged: int
-    inconclusive: int  # sessions whose (first) decision needs confirmation
+    inconclusive: int  # sessions whose final decision has an inconclusive metric
     band_flagged: int
-    candidate_runs: int  # over all sessions
+    candidate_runs: float  # per document, summed over all sessions
 
 
 def dialogues(rng: np.random.Generator, job: Job, good: float, docs: int, runs: int
@@ -85,27 +86,34 @@ def worse(verdicts: list[MetricVerdict]) -> bool:
     return any(v.verdict == "worse" for v in verdicts)
 
 
+def leaves_band(baseline: np.ndarray, first_run: np.ndarray) -> np.ndarray:
+    """Per document: the first candidate run leaves its min..max band on the worse side."""
+    return (first_run[0] > baseline[0].max(axis=1)) | (first_run[1] < baseline[1].min(axis=1))
+
+
 def band_leaves(baseline: np.ndarray, first_run: np.ndarray) -> bool:
-    """The first candidate run leaves a document's min..max band on the worse side."""
-    forgets_more = first_run[0] > baseline[0].max(axis=1)
-    retains_less = first_run[1] < baseline[1].min(axis=1)
-    return bool(forgets_more.any() or retains_less.any())
+    """The band rule: some document's first candidate run leaves its band, worse."""
+    return bool(leaves_band(baseline, first_run).any())
 
 
 def simulate(job: Job) -> Counts:
     rng = np.random.default_rng(job.seed)
-    flagged = inconclusive = band_flagged = candidate_runs = 0
+    flagged = inconclusive = band_flagged = 0
+    candidate_runs = 0.0
     for _ in range(job.sessions):
         baseline = dialogues(rng, job, job.g0, job.docs, job.runs)
         candidate = dialogues(rng, job, job.g1, job.docs, K_MAX)
         base = by_metric(baseline)
-        verdicts = decide(base, by_metric(candidate[:, :, :job.k]), alpha=job.alpha)
-        used = job.k
-        if needs_confirmation(verdicts):
-            inconclusive += 1
-            if job.rule == "confirm":
-                verdicts = decide(base, by_metric(candidate), alpha=job.alpha)
-                used = K_MAX
+        if job.rule == "confirm":
+            leaves = leaves_band(baseline, candidate[:, :, 0])
+            drawn = {m: {f"doc{d}": list(candidate[i, d, :K_MAX if leaves[d] else 1])
+                         for d in range(job.docs)} for i, m in enumerate(SIMULATED)}
+            verdicts = decide(base, drawn, alpha=job.alpha)
+            used = int(sum(K_MAX if left else 1 for left in leaves)) / job.docs
+        else:
+            verdicts = decide(base, by_metric(candidate[:, :, :job.k]), alpha=job.alpha)
+            used = job.k
+        inconclusive += needs_confirmation(verdicts)
         flagged += worse(verdicts)
         band_flagged += band_leaves(baseline, candidate[:, :, 0])
         candidate_runs += used
@@ -150,7 +158,7 @@ def table(results: list[Counts], g0: float) -> str:
     lines = [head, "|" + " --- |" * (head.count("|") - 1)]
     for (rule, d, r, k), by_g in rows.items():
         null, n = by_g[g0], by_g[g0].job.sessions
-        shape = f"{d} × {r} × {k}" if rule == "new" else f"{d} × {r} × 1→{K_MAX}"
+        shape = f"{d} × {r} × {k}" if rule == "new" else f"{d} × {r} × 1 or {K_MAX}"
         band = (rate(null.band_flagged, n, True),
                 " / ".join(rate(by_g[g].band_flagged, n) for g in BROKEN))
         lines.append(

@@ -1,13 +1,15 @@
 """How the generator's turns in the example's recorded dialogues fare on the exact checks.
 
-    python benchmarks/generated_turns.py                                  # the bands' runs
-    RAGBOT_HISTORY=none python benchmarks/generated_turns.py --cache .ragdive/history-none --seeds 100
+    python benchmarks/generated_turns.py                       # the bands' runs
+    RAGBOT_HISTORY=none python benchmarks/generated_turns.py \
+        --cache .ragdive/history-none --seeds 100
 
 Replays the example suite's dialogues from a response cache (no model call: a miss is an
-error) and counts, over the follow-up turns that were used: how many lean on the conversation
-(they do not repeat its subject), how many ask again what was asked, how many answer keys
-match a quoted sentence of the document with every figure, and how many turns were used
-without the validator model's approval (``validation = once``).
+error) and counts, over the follow-up turns that were used: how many do not repeat the
+conversation's subject, how many depend on the conversation (the message leaves out a word its
+stand-alone question names that the conversation said), how many ask again what was asked,
+how many answer keys match a quoted sentence of the document with every figure, and how many
+turns were used without the validator model's approval (``validation = once``).
 """
 
 from __future__ import annotations
@@ -40,10 +42,9 @@ def main(argv: list[str] | None = None) -> int:
         for d in run_blocking(ragdive.arun_dialogues(
             docs, RagBot(client=client), judges=ragdive.Judges("embedded/qwen2.5-coder-1.5b"),
             client=client, turns=3, role="precise", validation="once", max_regenerations=4,
-            validator_checks="all",  # as the committed recording was made
             seed=seed))
     ]
-    follow_ups = leaning = repeated = 0
+    follow_ups = leaning = depends = repeated = 0
     keys = supported = unchecked = attempts = 0
     for dialogue in dialogues:
         if dialogue.errors.get("dialogue"):
@@ -62,11 +63,19 @@ def main(argv: list[str] | None = None) -> int:
                                                   t.generated.standalone_question)],
                     [x for t in earlier for x in (t.generated.ground_truth, t.answer.answer)],
                 ) is None
+                # what the stand-alone question names and the message leaves to the conversation
+                said = {w for t in earlier for text in (t.generated.rag_input, t.answer.answer)
+                        for w in checks.content_words(text)}
+                omitted = (set(checks.content_words(turn.generated.standalone_question))
+                           - set(checks.content_words(turn.generated.rag_input)))
+                depends += bool(omitted & said)
                 repeated += checks.repeated_question(
                     turn.generated, [t.generated for t in earlier]) is not None
                 unchecked += not turn.validated
     print(f"{len(dialogues)} dialogues, {keys} turns, {attempts} generator attempts")
-    print(f"follow-up turns leaning on the conversation: {leaning} of {follow_ups}")
+    print(f"follow-up turns not repeating the conversation's subject: {leaning} of {follow_ups}")
+    print(f"follow-up turns whose message leaves out something its stand-alone question names "
+          f"and the conversation said: {depends} of {follow_ups}")
     print(f"follow-up turns asking again: {repeated} of {follow_ups}")
     print(f"answer keys matching a quoted sentence with every figure: {supported} of {keys}")
     print(f"follow-up turns used without the validator model's approval: {unchecked}")

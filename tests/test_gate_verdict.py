@@ -4,6 +4,7 @@ session on a clear regression, shows item bands without failing on them, says
 
 from __future__ import annotations
 
+import json
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -42,7 +43,8 @@ def test_a_clear_regression_fails_the_test_through_its_metric(recorded, monkeypa
                                                                workers) -> None:
     monkeypatch.setenv("BOT_MODE", "forgetful")
     result = recorded.runpytest("-m", "ragdive", "--junitxml=junit.xml",
-                                "--ragdive-json=run.json", *workers)
+                                "--ragdive-json=run.json", "--ragdive-report=report.html",
+                                *workers)
     result.assert_outcomes(passed=2, failed=1)  # the items pass; the test's verdict fails
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines([
@@ -63,6 +65,8 @@ def test_a_clear_regression_fails_the_test_through_its_metric(recorded, monkeypa
     assert cases["test_bot[alpha]"].find("failure") is None
     properties = {p.get("name"): p.get("value") for p in cases["test_bot"].iter("property")}
     assert properties["ragdive.verdict.forgetfulness"] == "worse"
+    html = (recorded.path / "report.html").read_text()
+    assert "Permutation verdict: regressed" in html and "<td>forgetfulness</td><td>worse</td>" in html
 
 
 def test_a_subset_of_documents_is_judged_on_its_own(recorded, monkeypatch) -> None:
@@ -92,3 +96,15 @@ def test_the_band_rule_fails_each_item_that_leaves_its_band(recorded, monkeypatc
     result = recorded.runpytest("-m", "ragdive", "--ragdive-verdict=band")
     result.assert_outcomes(failed=3)  # both items, and the mean left its aggregate band
     result.stdout.fnmatch_lines(["*scores left their baseline band:*"])
+
+
+def test_band_files_without_runs_give_no_verdict_and_say_why(recorded) -> None:
+    for path in (recorded.path / "__ragdive__" / "test_bot").glob("test_bot[[]*.json"):
+        band = json.loads(path.read_text())
+        for stats in band["metrics"].values():
+            stats.pop("runs")
+        path.write_text(json.dumps(band))
+    result = recorded.runpytest("-m", "ragdive")
+    result.assert_outcomes(passed=2)  # the items; no verdict to report
+    result.stdout.fnmatch_lines(["*no verdict: no item of this test has a usable band with its "
+                                 "runs; record the bands again with --ragdive-update*"])

@@ -33,7 +33,8 @@ def permutation(row: dict[str, Any], usable: Mapping[str, dict[str, Any]], colle
     row["verdicts"] = [asdict(v) for v in verdicts]
     if not verdicts:
         row["status"] = "skipped"
-        row["note"] = "no verdict: no item of this test has a usable baseline band"
+        row["note"] = ("no verdict: no item of this test has a usable band with its runs; "
+                       "record the bands again with --ragdive-update")
         return
     found = {v.verdict for v in verdicts}
     row["status"] = ("regressed" if "worse" in found
