@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from . import llm  # noqa: F401  (its import sets the offline defaults; see llm/__init__.py)
 from .plugin.marker import conversation, document_fixture
 
 __version__ = "0.1.0"

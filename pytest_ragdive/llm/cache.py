@@ -159,5 +159,11 @@ class ResponseCache:
         for field in ("prompt_tokens", "completion_tokens"):
             if not isinstance(response.get(field), int):
                 raise ValueError(f"the response has no '{field}' count")
+        top = response.get("top_logprobs", [])
+        if not isinstance(top, list) or not all(
+                isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str)
+                and isinstance(pair[1], (int, float)) and not isinstance(pair[1], bool)
+                for pair in top):
+            raise ValueError("its 'top_logprobs' are not [token, logprob] pairs")
         response.setdefault("cost", 0.0)
         return entry

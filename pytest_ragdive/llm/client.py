@@ -129,9 +129,10 @@ def as_model(model: str | Model) -> Model:
 
 
 def import_litellm() -> Any:
-    """Import litellm with offline defaults a user may override in the environment."""
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    os.environ.setdefault("RAGAS_DO_NOT_TRACK", "true")
+    """Import litellm (the offline defaults are set by this package's ``__init__``)."""
+    module = sys.modules.get("litellm")
+    if module is not None and "litellm" in _frozen:  # done: no process-wide change again
+        return module
     with warnings.catch_warnings():
         # litellm's own pydantic models warn at import; they are not the user's concern
         warnings.simplefilter("ignore")
@@ -185,6 +186,7 @@ def schema_format(schema: type[BaseModel]) -> dict[str, Any]:
 
 
 _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
+_FIRST_WORD = re.compile(r"\W*(\w+)")
 
 
 def parse_reply(text: str, schema: type[T]) -> T:
@@ -319,7 +321,9 @@ class LLMClient:
         alternatives: ``P(yes) / (P(yes) + P(no))``, any case and spacing of the words.
 
         A provider that returns no logprobs (or rejects them) is read from its text
-        instead: 1.0 for a reply starting with yes, 0.0 for no (a step, not a probability).
+        instead: 1.0 for a reply whose first word is yes, 0.0 for no (a step, not a
+        probability). Any other reply ("Not sure.", "Nothing contradicts it.") is not a
+        verdict: :class:`ReplyError`, so the turn is unscored, never a score.
         """
         request = {
             "model": as_model(model).name, "messages": messages, "temperature": 0.0,
@@ -333,9 +337,9 @@ class LLMClient:
                 mass[word] += math.exp(logprob)
         if mass["yes"] + mass["no"] > 0:
             return mass["yes"] / (mass["yes"] + mass["no"])
-        word = str(reply["content"]).strip().lower()
-        if word.startswith(("yes", "no")):
-            return 1.0 if word.startswith("yes") else 0.0
+        first = _FIRST_WORD.match(str(reply["content"]))
+        if first and first.group(1).lower() in ("yes", "no"):
+            return 1.0 if first.group(1).lower() == "yes" else 0.0
         raise ReplyError(
             f"{as_model(model).name} answered a yes/no question with {reply['content'][:60]!r}"
         )
@@ -494,8 +498,8 @@ class LLMClient:
             litellm.Timeout,
             asyncio.TimeoutError,
         )
-        secrets = _secrets(model)
-        # one attempt: _cached retries, away from the limit of calls in flight
+        # one attempt: _cached retries, away from the limit of calls in flight. No local holds
+        # a credential: --showlocals prints the locals of this frame.
         try:
             response = await asyncio.wait_for(
                 litellm.acompletion(**request, **model.params, timeout=self.timeout),
@@ -514,10 +518,15 @@ class LLMClient:
             if not isinstance(exc, transient) and _status(exc) not in _RETRIED_4XX:
                 if isinstance(exc, litellm.APIError):
                     raise ModelError(
-                        f"{describe(request)}: {_server_message(exc, secrets)}"
+                        f"{describe(request)}: {_server_message(exc, _secrets(model))}"
                     ) from None
                 raise
-            raise _Transient(_server_message(exc, secrets), exc) from None
+            raise _Transient(_server_message(exc, _secrets(model)), exc) from None
+        if not getattr(response, "choices", None):
+            raise ModelError(
+                f"{describe(request)}: the provider answered without a reply (no 'choices' in "
+                f"{mask(str(response)[:200], _secrets(model))}); check the model name and the "
+                f"server, or retry later")
         return _reply(response, litellm)
 
 

@@ -231,6 +231,10 @@ def schema_name(kwargs: Mapping[str, Any]) -> str:
     return "text"
 
 
+#: a responder's reply that makes the fake provider answer HTTP 200 with no choices
+NO_CHOICES = "<no choices>"
+
+
 def _reply(model: str, kwargs: Mapping[str, Any]) -> tuple[str, float | None]:
     """The scripted reply's text, and P(yes) when the responder gave a probability."""
     script = _scripts.get(model)
@@ -286,12 +290,15 @@ def _install() -> None:
             choice: dict[str, Any] = {"index": 0, "finish_reason": "stop", "message": message}
             if p_yes is not None and params.get("logprobs"):
                 choice["logprobs"] = _logprobs(p_yes)
-            return litellm.ModelResponse(
+            response = litellm.ModelResponse(
                 model=name,
                 choices=[choice],
                 usage={"prompt_tokens": prompt, "completion_tokens": len(text.split()),
                        "total_tokens": prompt + len(text.split())},
             )
+            if text == NO_CHOICES:
+                response.choices = []
+            return response
 
         def completion(self, model: str, messages: list[dict[str, Any]], *args: Any, **kwargs: Any) -> Any:
             return self._respond(model, messages, kwargs)

@@ -28,6 +28,9 @@ __all__ = [
     "ragdive_adapter", "ragdive_client", "ragdive_dialogue", "ragdive_document", "ragdive_judges",
 ]
 
+_LITELLM_WARNING = "ignore:.*`ReadOnly` qualifier:UserWarning"
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
 
@@ -38,8 +41,6 @@ def pytest_configure(config: pytest.Config) -> None:
         f"{MARKER}({', '.join(MARKER_OPTIONS)}): a RAG-DIVE conversation test, expanded into one "
         f"item per document and checked against its baseline band",
     )
-    # litellm builds pydantic models lazily during calls, each warning about its typing
-    config.addinivalue_line("filterwarnings", "ignore:.*`ReadOnly` qualifier:UserWarning")
     config.stash[STATE] = session = RagdiveSession(config)
     session.register_ini_documents()
     config.pluginmanager.register(SessionHooks(session), "ragdive-session")
@@ -87,6 +88,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker(MARKER) is not None:
+            # litellm builds pydantic models lazily during calls, each warning about its own
+            # typing: silenced for conversation tests only, not the user's whole suite
+            item.add_marker(pytest.mark.filterwarnings(_LITELLM_WARNING))
     config.stash[STATE].collected(items)
 
 

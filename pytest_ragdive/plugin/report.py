@@ -79,9 +79,11 @@ def write_summary(
             reporter.write_line(f"    {path}")
     for row in aggregates:
         if row["status"] == "regressed":
+            left = any(worse for _, worse in row.get("deviations", []))
             cause = ("worse than its baseline by more than run-to-run variation explains"
                      if row["verdict"] == "permutation"
-                     else "its mean over its documents left its aggregate band")
+                     else "its mean over its documents left its aggregate band" if left
+                     else row["note"])
             reporter.write_line(f"FAILED: {row['function']}: {cause}", red=True, bold=True)
         elif row["status"] == "inconclusive":
             reporter.write_line(f"inconclusive (not failed): {row['function']}: the runs "

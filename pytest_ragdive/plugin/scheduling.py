@@ -38,6 +38,11 @@ class Runner:
 
     def _ensure_loop(self) -> asyncio.AbstractEventLoop:
         if self._loop is None:
+            from ..llm.client import import_litellm
+
+            # on pytest's thread: the first import changes process-wide warning filters,
+            # which must not race with pytest's own per-test catch_warnings
+            import_litellm()
             loop = asyncio.new_event_loop()
             thread = threading.Thread(target=loop.run_forever, name="ragdive-loop", daemon=True)
             thread.start()

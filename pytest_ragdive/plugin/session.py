@@ -341,13 +341,26 @@ class RagdiveSession:
                                "cache keeps the calls made, so running it again is quicker)")
                 self.unused = []
                 return True
-            item_bands = {Path(r["file"]): r["band"] for r in self.results.values()
-                          if r["status"] == "recorded"}
-            bands.write_all({**item_bands, **aggregate_bands})
+            bands.write_all(self._complete_updates(aggregate_bands))
             for path in self.unused:
                 Path(path).unlink(missing_ok=True)
         self._write_reports()
         return False
+
+    def _complete_updates(self, aggregate_bands: dict[Path, dict[str, Any]]
+                          ) -> dict[Path, dict[str, Any]]:
+        """The bands to write: all of a test function's, or none when one of its chosen
+        items could not be recorded (a half-updated test would be judged against a mix)."""
+        out = dict(aggregate_bands)  # only made when every item of the test was recorded
+        for function, nodeids in self.chosen.items():
+            records = [self.results.get(n) for n in nodeids]
+            failed = [n for n, r in zip(nodeids, records) if not r or r["status"] != "recorded"]
+            if failed:
+                self.notes.add(f"{function}: no band written, because {', '.join(failed)} "
+                               f"could not be recorded; fix it and run --ragdive-update again")
+                continue
+            out.update({Path(r["file"]): r["band"] for r in records if r})
+        return out
 
     def _write_reports(self) -> None:
         html, json_path = self.options.get("report"), self.options.get("json")

@@ -33,8 +33,10 @@ def damaged(tmp_path: Path, change) -> Path:
         (lambda e: e["response"].pop("content"), "the response has no 'content' text"),
         (lambda e: e["response"].update(prompt_tokens="many"), "the response has no 'prompt_tokens' count"),
         (lambda e: e.update(key="0" * 64), "it holds the entry of key"),
+        (lambda e: e["response"].update(top_logprobs=[["yes", "high"]]),
+         r"its 'top_logprobs' are not \[token, logprob\] pairs"),
     ],
-    ids=["foreign format", "no content", "bad usage", "moved file"],
+    ids=["foreign format", "no content", "bad usage", "moved file", "bad logprobs"],
 )
 def test_an_untrustworthy_entry_is_named_on_replay_and_recorded_again_otherwise(
     tmp_path: Path, change, why: str

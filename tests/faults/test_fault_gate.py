@@ -91,3 +91,37 @@ def test_an_interrupted_update_writes_no_band(project: pytest.Pytester, monkeypa
     project.makeconftest(PROJECT_CONFTEST)
     ragdive(project, "--ragdive-update").assert_outcomes(passed=2)
     assert {p.name: p.read_bytes() for p in folder.iterdir()} != before
+
+
+FAIL_ON_BETA = '''
+
+def pytest_runtest_call(item):
+    if item.name.endswith("[beta]"):
+        raise RuntimeError("beta's adapter is down")
+'''
+
+
+def test_an_update_with_a_failed_item_writes_none_of_its_tests_bands(
+    project: pytest.Pytester, monkeypatch
+) -> None:
+    folder = recorded(project).parent
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    monkeypatch.setenv("BOT_MODE", "forgetful")  # alpha's band would change
+    project.makeconftest(PROJECT_CONFTEST + FAIL_ON_BETA)
+    result = ragdive(project, "--ragdive-update")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*test_bot.py::test_bot: no band written, because "
+                                 "test_bot.py::test_bot[[]beta[]] could not be recorded*"])
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+
+
+def test_a_corrupt_aggregate_band_is_named_not_called_a_regression(project: pytest.Pytester
+                                                                     ) -> None:
+    aggregate = recorded(project).parent / "test_bot.aggregate.json"
+    aggregate.write_text("{ not json")
+    result = ragdive(project, "--ragdive-verdict=band")
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(["FAILED: test_bot.py::test_bot: the baseline *test_bot.aggregate"
+                                 ".json is not a valid band file*--ragdive-update*"])
+    assert "left its aggregate band" not in result.stdout.str()
+    assert aggregate.read_text() == "{ not json"

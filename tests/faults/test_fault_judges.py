@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 import pytest_ragdive as ragdive
 from pytest_ragdive.llm.scripted import scripted
 
@@ -34,6 +36,22 @@ def test_one_malformed_reply_makes_the_metric_an_error_not_a_partial_mean(tmp_pa
     assert dialogue.errors[broken[0]].startswith("1 of 2 turns could not be scored")
     assert "answered a yes/no question with 'maybe'" in dialogue.errors[broken[0]]
     assert dialogue.scores["correctness"] == 1.0
+
+
+@pytest.mark.parametrize("reply", ["Not sure.", "Nothing in the reply contradicts the reference.",
+                                   "Yesterday's figure, probably."])
+def test_a_reply_that_only_starts_like_yes_or_no_is_unscored_not_a_verdict(
+    tmp_path: Path, reply: str
+) -> None:
+    def judge(messages: list[dict]) -> object:
+        return reply if "Reference answer" in messages[-1]["content"] else 0.9
+
+    dialogue = ragdive.run_dialogue(
+        DOC, Bot(), judges=ragdive.Judges(scripted({"YesNo": judge})), turns=2,
+        metrics=["correctness", "forgetfulness"], cache_dir=tmp_path / "cache")
+    assert "correctness" not in dialogue.scores
+    assert f"answered a yes/no question with {reply[:60]!r}" in dialogue.errors["correctness"]
+    assert "forgetfulness" in dialogue.scores  # the other judge still scores
 
 
 def test_a_retry_exception_is_summarised_by_its_last_attempt() -> None:

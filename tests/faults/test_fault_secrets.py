@@ -73,3 +73,26 @@ def test_a_key_echoed_by_the_provider_is_in_no_output(pytester: pytest.Pytester)
             outputs[str(path.relative_to(pytester.path))] = path.read_text(errors="replace")
     assert {"junit.xml", "run.json", "report.html"} <= set(outputs)
     assert [where for where, text in outputs.items() if KEY in text] == []
+
+
+def test_a_reply_without_choices_names_the_provider_and_shows_no_key_with_locals(
+    pytester: pytest.Pytester
+) -> None:
+    pytester.makeconftest(PROJECT.format(key=KEY).replace(
+        "raise http_error(400, f\"API key not valid: {KEY} (project 42)\")",
+        "return NO_CHOICES").replace("import http_error, scripted",
+                                     "import NO_CHOICES, scripted"))
+    pytester.makepyfile(test_bot="""
+        import pytest_ragdive as ragdive
+
+        @ragdive.conversation(turns=1)
+        def test_bot(ragdive_dialogue):
+            pass
+    """)
+    result = pytester.runpytest("-m", "ragdive", "--ragdive-update", "-l",
+                                "--junitxml=junit.xml", "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*the provider answered without a reply (no 'choices' in*"])
+    output = result.stdout.str() + result.stderr.str()
+    assert "IndexError" not in output
+    assert KEY not in output and KEY not in (pytester.path / "junit.xml").read_text()

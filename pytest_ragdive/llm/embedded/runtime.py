@@ -11,6 +11,7 @@ for prefix states, default 1024). Replies under a grammar are sampled by
 from __future__ import annotations
 
 import atexit
+import collections
 import os
 import threading
 import time
@@ -52,8 +53,9 @@ _llama: Any = None
 _prefixes: PrefixStates | None = None
 _sampling: GrammarSampler | None = None
 _executor: concurrent.futures.ThreadPoolExecutor | None = None
-#: one entry per model call of this process, for benchmarks (``call_log``)
-_calls: list[CallStats] = []
+#: the latest model calls of this process, for benchmarks (``call_log``); bounded, so that
+#: a long session does not grow it without end
+_calls: collections.deque[CallStats] = collections.deque(maxlen=100_000)
 
 
 def _threads() -> int:
@@ -110,7 +112,8 @@ def load() -> float:
 
 
 def call_log() -> list[CallStats]:
-    """Every call this process made on the model: prompt tokens evaluated and reused, seconds."""
+    """The calls this process made on the model (the latest 100,000): prompt tokens
+    evaluated and reused, seconds."""
     return list(_calls)
 
 
