@@ -76,3 +76,32 @@ def test_processes_writing_the_same_key_leave_a_whole_entry(tmp_path: Path) -> N
     assert [p.suffix for p in files if p.is_file()] == [".json"]  # no temp file left behind
     entry = json.loads(ResponseCache(tmp_path).path(request_key(REQUEST)).read_text())
     assert entry["response"]["content"].startswith("worker ")
+
+
+def test_two_servers_of_one_model_name_never_share_replies(tmp_path) -> None:
+    from pytest_ragdive.engine.dialogue import run_blocking
+    from pytest_ragdive.llm.cache import ResponseCache, request_key
+    from pytest_ragdive.llm.client import LLMClient, Model
+    from pytest_ragdive.llm.scripted import calls, scripted
+
+    name = scripted({"YesNo": lambda messages: 0.8})
+    ask = [{"role": "user", "content": "Is it tall? Answer yes or no."}]
+    here = Model(name, {"api_base": "http://gpu-a:8000/v1/", "api_key": "sk-not-in-the-key"})
+    same = Model(name, {"api_base": "http://user:pw@gpu-a:8000/v1?token=x"})
+    other = Model(name, {"api_base": "http://gpu-b:8000/v1"})
+    client = LLMClient(ResponseCache(tmp_path))
+
+    async def ask_all() -> None:
+        for model in (here, same, other, Model(name)):
+            await client.yes_probability(model, ask)
+
+    run_blocking(ask_all())
+    assert len(calls(name)) == 3  # gpu-a once (the credentials and query are not the server)
+    assert here.server_id == same.server_id == "http://gpu-a:8000/v1"
+    assert here.label == f"{name} @ http://gpu-a:8000/v1"
+    files = "".join(p.read_text() for p in tmp_path.rglob("*.json"))
+    assert "sk-not-in-the-key" not in files and "pw@" not in files and "token=x" not in files
+    # the provider's default endpoint keeps the key of every existing recording
+    default = {"model": name, "messages": ask, "temperature": 0.0, "seed": 0, "max_tokens": 1,
+               "logprobs": True, "top_logprobs": 20}
+    assert ResponseCache(tmp_path).path(request_key(default)).is_file()

@@ -20,9 +20,12 @@ from ..files import atomic_write_text
 RecordMode = Literal["none", "new", "all"]
 RECORD_MODES: tuple[RecordMode, ...] = ("none", "new", "all")
 
-#: Request fields that change a model's answer. Anything else (api_key, api_base,
-#: timeouts, headers, ...) stays out of the key and out of the file.
+#: Request fields that change a model's answer. Anything else (api_key, timeouts, headers,
+#: ...) stays out of the key and out of the file. ``server`` is the client's: the base URL of
+#: a model's server without credentials or query (``Model.server_id``), absent for a
+#: provider's default endpoint, so that two servers of one model name never share replies.
 KEY_FIELDS = (
+    "server",
     "model",
     "messages",
     "response_format",

@@ -18,6 +18,7 @@ import os
 import random
 import re
 import sys
+import urllib.parse
 import warnings
 import weakref
 from collections.abc import Awaitable, Callable, Mapping
@@ -97,6 +98,23 @@ class Model:
         """What identifies this model's server: its name and base URL."""
         base = self.params.get("api_base") or self.params.get("base_url") or ""
         return self.name, str(base)
+
+    @property
+    def server_id(self) -> str:
+        """The base URL without credentials, query or fragment ("" for the provider's
+        default endpoint): what the cache key and the bands know of the server."""
+        base = self.server[1]
+        if not base:
+            return ""
+        parts = urllib.parse.urlsplit(base)
+        host = parts.hostname or ""
+        port = f":{parts.port}" if parts.port else ""
+        return f"{parts.scheme}://{host}{port}{parts.path.rstrip('/')}" if parts.scheme else base
+
+    @property
+    def label(self) -> str:
+        """The name, with the server when it is not the provider's default."""
+        return f"{self.name} @ {self.server_id}" if self.server_id else self.name
 
 
 @dataclass(frozen=True)
@@ -391,6 +409,8 @@ class LLMClient:
         sent. A form the server rejects (output format, logprobs) is replaced once per
         model and client, when the setting allows it: until a form is known to work, one
         request at a time tries it and the others wait for the outcome."""
+        if model.server_id:  # part of the key, never sent (see _call)
+            request = {**request, "server": model.server_id}
         served = self.served(model)
         for _ in range(len(MODES) + 2):
             probe = await self._probe(request, served)
@@ -488,6 +508,7 @@ class LLMClient:
         return reply
 
     async def _call(self, request: dict[str, Any], model: Model) -> dict[str, Any]:
+        request = {k: v for k, v in request.items() if k != "server"}
         litellm = import_litellm()
         providers.ensure_registered(model.name)
         transient = (

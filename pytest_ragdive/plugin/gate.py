@@ -50,7 +50,7 @@ def check_dialogue(
         "usage": _usage(dialogues),
         "aggregate_file": aggregate_file,
         "file": str(path),
-        "judges": {k: v.name for k, v in judges.models.items()},
+        "judges": {k: v.label for k, v in judges.models.items()},
         "turns_per_dialogue": settings.turns,
         "role": settings.role,
         "status": "error",

@@ -243,7 +243,7 @@ class RagdiveSession:
 
         if dialogue.errors:
             return False
-        names = {role: model.name for role, model in judges.models.items()}
+        names = {role: model.label for role, model in judges.models.items()}
         return leaves_band(bands.item_path(item), produced_by(settings, names), dialogue.scores,
                            self.options.get("band_margin"))
 
