@@ -30,7 +30,8 @@ from pytest_ragdive.engine.dialogue import run_blocking
 from pytest_ragdive.engine.evaluator import JUDGES, RagasMetrics, combine, judge_prompts
 from pytest_ragdive.engine.models import GeneratedTurn, RagAnswer, Turn
 from pytest_ragdive.llm.cache import ResponseCache
-from pytest_ragdive.llm.client import LLMClient, Model
+from pytest_ragdive.llm.client import LLMClient
+from pytest_ragdive.llm.model import Model
 
 EMBEDDED = "embedded/qwen2.5-coder-1.5b"
 MULTI_TURN = ("forgetfulness", "context_retention")

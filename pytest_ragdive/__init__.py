@@ -28,8 +28,8 @@ _LAZY = {
     "Usage": "llm.usage",
     "SETTINGS": "engine.settings",
     "METRICS": "engine.metrics",
-    "Judges": "llm.client",
-    "Model": "llm.client",
+    "Judges": "engine.judges",
+    "Model": "llm.model",
     "LLMClient": "llm.client",
     "ResponseCache": "llm.cache",
     "CacheMiss": "llm.cache",
@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from .engine.dialogue import RagAdapter, arun_dialogue, arun_dialogues, run_dialogue
     from .engine.documents import load_documents
     from .engine.http_adapter import HttpAdapter
+    from .engine.judges import Judges
     from .engine.metrics import METRICS
     from .engine.models import (
         Dialogue,
@@ -61,7 +62,8 @@ if TYPE_CHECKING:
     )
     from .engine.settings import SETTINGS
     from .llm.cache import CacheMiss, RecordMode, ResponseCache
-    from .llm.client import Judges, LLMClient, Model
+    from .llm.client import LLMClient
+    from .llm.model import Model
     from .llm.usage import Usage
 
 

@@ -9,7 +9,8 @@ import pytest
 
 from pytest_ragdive.engine.dialogue import run_blocking
 from pytest_ragdive.llm.cache import ResponseCache
-from pytest_ragdive.llm.client import LLMClient, ModelError
+from pytest_ragdive.llm.client import LLMClient
+from pytest_ragdive.llm.errors import ModelError
 from pytest_ragdive.llm.scripted import calls, http_error, max_in_flight, scripted
 from pytest_ragdive.llm.usage import Usage, usage_scope
 

@@ -22,7 +22,8 @@ import pytest_ragdive as ragdive
 from pytest_ragdive.engine.dialogue import run_blocking
 from pytest_ragdive.llm import embedded
 from pytest_ragdive.llm.cache import ResponseCache
-from pytest_ragdive.llm.client import LLMClient, Model
+from pytest_ragdive.llm.client import LLMClient
+from pytest_ragdive.llm.model import Model
 from pytest_ragdive.llm.scripted import embedded_server
 
 SERVER_MODULES = ("llama_cpp", "fastapi", "uvicorn", "sse_starlette", "starlette_context",

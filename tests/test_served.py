@@ -18,8 +18,11 @@ from pydantic import BaseModel
 
 import pytest_ragdive as ragdive
 from pytest_ragdive.llm.cache import ResponseCache
-from pytest_ragdive.llm.client import LLMClient, Model, ModelError, mask
+from pytest_ragdive.llm.client import LLMClient
+from pytest_ragdive.llm.errors import ModelError
+from pytest_ragdive.llm.model import Model
 from pytest_ragdive.llm.scripted import forms, http_error, scripted
+from pytest_ragdive.llm.secrets import mask
 from pytest_ragdive.llm.structured import INSTRUCTOR_MODES, MODES, reshape, schema_text
 
 DOC = ragdive.Document(id="tower", text="The Alder Tower is 120 m tall. It opened in 1931.")

@@ -12,7 +12,7 @@ from conftest import PROJECT_CONFTEST
 from pytest_ragdive.engine.documents import load_documents
 from pytest_ragdive.engine.settings import SETTINGS, SettingError, check, parse, scored_metrics
 from pytest_ragdive.engine.validator import asks_model
-from pytest_ragdive.llm.client import Model
+from pytest_ragdive.llm.model import Model
 from pytest_ragdive.llm.scripted import calls
 from pytest_ragdive.plugin import bands
 from pytest_ragdive.plugin.options import Options, reference

@@ -30,7 +30,8 @@ def probe(turns: int, contexts: int, model_latency: float, adapter_latency: floa
 
     from pytest_ragdive.llm import scripted as testing
     from pytest_ragdive.llm.cache import ResponseCache
-    from pytest_ragdive.llm.client import LLMClient, import_litellm
+    from pytest_ragdive.llm.client import LLMClient
+    from pytest_ragdive.llm.library import import_litellm
 
     out: dict[str, Any] = {}
     start = time.perf_counter()

@@ -10,10 +10,13 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from ..llm.cache import CacheMiss, RecordMode, ResponseCache
-from ..llm.client import Judges, LLMClient, ModelError, release_loop
+from ..llm.client import LLMClient
+from ..llm.errors import ModelError
+from ..llm.library import release_loop
 from ..llm.usage import usage_scope
 from .evaluator import evaluate
 from .generator import generate_turn
+from .judges import Judges
 from .models import (
     Dialogue,
     Document,

@@ -16,7 +16,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..llm.cache import CacheMiss
-from ..llm.client import LLMClient, Model, ModelError, ReplyError, freeze_imports, import_litellm
+from ..llm.client import LLMClient
+from ..llm.errors import ModelError, ReplyError
+from ..llm.library import freeze_imports, import_litellm
+from ..llm.model import Model
 from .metrics import MULTI_TURN_METRICS
 from .models import Dialogue, Judgement, Turn
 from .templates import history_view, render

@@ -6,7 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from ..llm.client import LLMClient, Model
+from ..llm.client import LLMClient
+from ..llm.model import Model
 from .models import Document, GeneratedTurn, Turn
 from .templates import history_view, render, role_description
 

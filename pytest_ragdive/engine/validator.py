@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import asyncio
 
-from ..llm.client import LLMClient, Model
+from ..llm.client import LLMClient
+from ..llm.model import Model
 from . import checks
 from .metrics import AT_CHANCE
 from .models import Document, GeneratedTurn, RejectionCategory, Turn, Verdict

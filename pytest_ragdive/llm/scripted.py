@@ -40,9 +40,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from .client import import_litellm
 from .embedded import runtime, weights
 from .embedded.grammar import schema_from_messages
+from .library import import_litellm
 
 Responder = Callable[[list[dict[str, Any]]], Any]
 PROVIDER = "fake"

@@ -22,11 +22,14 @@ which every other form is derived here, so both kinds of call follow the same mo
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from .embedded.grammar import schema_from_messages
+
+log = logging.getLogger("pytest_ragdive")
 
 #: the fixed modes, in the order ``auto`` tries them
 MODES = ("json_schema", "json_object", "tools", "text")
@@ -53,6 +56,14 @@ def request_mode(request: Mapping[str, Any]) -> str | None:
     if request.get("tools") and isinstance(request.get("tool_choice"), Mapping):
         return "tools"
     return None
+
+
+def wants_structure(request: Mapping[str, Any]) -> bool:
+    return (request.get("response_format") or {}).get("type") in ("json_schema", "json_object")
+
+
+def without_logprobs(request: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in request.items() if k not in ("logprobs", "top_logprobs")}
 
 
 def schema_text(schema: Mapping[str, Any]) -> str:
@@ -149,3 +160,43 @@ class ServedModel:
         left = [m for m in MODES if m not in self.rejected]
         self.chosen = left[0] if left else None
         return self.chosen
+
+    def form(self, request: dict[str, Any]) -> str | None:
+        """The form whose acceptance ``request`` depends on: its structured-output mode
+        under ``auto``, or logprobs; None when it depends on nothing that may be rejected."""
+        if wants_structure(request):
+            if self.setting != "auto":
+                return None
+            return self.mode() or request_mode(request)
+        return "logprobs" if request.get("logprobs") and self.logprobs else None
+
+    def shape(self, request: dict[str, Any]) -> dict[str, Any]:
+        """``request`` in the form this server is known to take."""
+        mode = self.mode() if wants_structure(request) else None
+        sent = reshape(request, mode) if mode else request
+        return without_logprobs(sent) if sent.get("logprobs") and not self.logprobs else sent
+
+    def adapt(self, about: str | None, sent: dict[str, Any], model: str) -> bool:
+        """After the server rejected ``sent`` for ``about`` (``"structured"``, ``"logprobs"``
+        or None): whether another form may work; notes the form to use."""
+        if about == "logprobs" and sent.get("logprobs") and self.logprobs:
+            self.logprobs = False
+            log.warning("pytest-ragdive: %s rejects logprobs; its yes/no verdicts are read "
+                        "from the reply's first word from now on", model)
+            return True
+        mode = request_mode(sent)
+        if about != "structured" or mode is None:
+            return False
+        return self.next_mode(mode) is not None
+
+    def took(self, request: dict[str, Any], model: str) -> None:
+        """``request`` got a reply: its form works; logged once when that form came after
+        rejections of others."""
+        self.works.add(self.form(request))
+        if self.rejected and not self.announced and wants_structure(request):
+            self.announced = True
+            rejected = ", ".join(m for m in MODES if m in self.rejected)
+            log.warning("pytest-ragdive: %s rejected structured output as %s and took %s, used "
+                        "for its calls from now on (structured_output=%r on the Model, or ini "
+                        "ragdive_structured_output = %s, skips this check)",
+                        model, rejected, self.chosen, self.chosen, self.chosen)

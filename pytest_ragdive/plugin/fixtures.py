@@ -11,8 +11,9 @@ from .session import STATE
 
 if TYPE_CHECKING:
     from ..engine.dialogue import RagAdapter
+    from ..engine.judges import Judges
     from ..engine.models import Dialogue, Document
-    from ..llm.client import Judges, LLMClient
+    from ..llm.client import LLMClient
 
 
 @pytest.fixture(scope="session")
@@ -36,7 +37,7 @@ def ragdive_adapter() -> RagAdapter:
 def ragdive_judges(pytestconfig: pytest.Config) -> Judges:
     """The judge models: ``--ragdive-model``, else the ini models, else the embedded
     offline model when ``pytest-ragdive[embedded]`` is installed."""
-    from ..llm.client import Judges
+    from ..engine.judges import Judges
 
     options = pytestconfig.stash[STATE].options
     model = options.get("model")

@@ -16,8 +16,8 @@ from . import bands
 from .marker import function_key
 
 if TYPE_CHECKING:
+    from ..engine.judges import Judges
     from ..engine.models import Dialogue
-    from ..llm.client import Judges
     from .options import ItemSettings
 
 

@@ -38,7 +38,7 @@ class Runner:
 
     def _ensure_loop(self) -> asyncio.AbstractEventLoop:
         if self._loop is None:
-            from ..llm.client import import_litellm
+            from ..llm.library import import_litellm
 
             # on pytest's thread: the first import changes process-wide warning filters,
             # which must not race with pytest's own per-test catch_warnings
@@ -55,7 +55,7 @@ class Runner:
             return
         for future in self._futures.values():
             future.cancel()
-        from ..llm.client import release_loop
+        from ..llm.library import release_loop
 
         with contextlib.suppress(Exception):  # litellm's worker must not outlive its loop
             asyncio.run_coroutine_threadsafe(release_loop(), loop).result(timeout=5)

@@ -18,8 +18,9 @@ from .options import ItemSettings, Options
 
 if TYPE_CHECKING:
     from ..engine.dialogue import RagAdapter
+    from ..engine.judges import Judges
     from ..engine.models import Dialogue, Document
-    from ..llm.client import Judges, LLMClient
+    from ..llm.client import LLMClient
     from .run_record import Outcome
     from .scheduling import Progress, Runner
 
@@ -168,7 +169,7 @@ class RagdiveSession:
 
     def judges(self, judges: Any) -> Judges:
         """The judges to use: the fixture's, or ``--ragdive-model``'s, said in the summary."""
-        from ..llm.client import Judges
+        from ..engine.judges import Judges
 
         if not isinstance(judges, Judges):
             pytest.fail(f"ragdive_judges returned {judges!r}; return pytest_ragdive.Judges(...)",

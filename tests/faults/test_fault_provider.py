@@ -12,7 +12,8 @@ import pytest
 
 from pytest_ragdive.engine.dialogue import run_blocking
 from pytest_ragdive.llm.cache import ResponseCache
-from pytest_ragdive.llm.client import LLMClient, ModelError
+from pytest_ragdive.llm.client import LLMClient
+from pytest_ragdive.llm.errors import ModelError
 from pytest_ragdive.llm.scripted import http_error, scripted
 
 ASK = [{"role": "user", "content": "Is it tall? Answer yes or no."}]

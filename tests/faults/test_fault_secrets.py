@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_ragdive.llm.client import Judges, Model, mask
+from pytest_ragdive.engine.judges import Judges
+from pytest_ragdive.llm.model import Model
+from pytest_ragdive.llm.secrets import mask
 
 KEY = "AIza" + "SyD-fake-but-shaped-like-a-key-0123456"  # built: no key-shaped text on disk
 

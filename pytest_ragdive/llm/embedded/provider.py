@@ -145,7 +145,7 @@ def _handler() -> Any:
 
 def register() -> None:
     """Register provider ``embedded`` with litellm (idempotent, keeps other custom providers)."""
-    from ..client import import_litellm
+    from ..library import import_litellm
 
     litellm = import_litellm()
     from litellm.utils import custom_llm_setup
