@@ -13,7 +13,6 @@ import asyncio
 import contextlib
 import logging
 import math
-import random
 import re
 import weakref
 from collections.abc import Awaitable, Callable
@@ -23,23 +22,17 @@ from pydantic import BaseModel, ValidationError
 
 from . import providers
 from .cache import KEY_FIELDS, ResponseCache, describe, request_key
+from .calling import attempt, backoff
 from .errors import (
-    RETRIED_4XX,
     ModelError,
     ReplyError,
     RequestRejected,
     Transient,
-    is_rejection,
-    rejected,
-    secrets_of,
-    server_message,
     short_error,
-    status_of,
 )
 from .flights import Flights
 from .library import import_litellm
 from .model import Model, as_model
-from .secrets import mask
 from .structured import (
     MODES,
     ServedModel,
@@ -53,26 +46,6 @@ from .usage import record
 
 T = TypeVar("T", bound=BaseModel)
 log = logging.getLogger("pytest_ragdive")
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 
 
 def schema_format(schema: type[BaseModel]) -> dict[str, Any]:
@@ -354,22 +327,22 @@ class LLMClient:
 
     async def _recorded(self, request: dict[str, Any], model: Model) -> dict[str, Any]:
         """The model's reply to ``request``, retried, counted and stored in the cache."""
-        attempt = 0
+        tries = 0
         while True:
             async with self._slot(model):
                 try:
-                    reply = await self._call(request, model)
+                    reply = await attempt(request, model, self.timeout)
                     break
                 except Transient as exc:
-                    if attempt == self.retries:
+                    if tries == self.retries:
                         raise ModelError(
-                            f"{describe(request)}: gave up after {attempt + 1} attempts: "
+                            f"{describe(request)}: gave up after {tries + 1} attempts: "
                             f"{exc}. Raise ini ragdive_retries or ragdive_retry_wait if the "
                             f"provider is only busy"
                         ) from None
-                    wait = _backoff(exc.cause, attempt, self.retry_wait)
+                    wait = backoff(exc.cause, tries, self.retry_wait)
             await asyncio.sleep(wait)  # outside the slot: other calls go on meanwhile
-            attempt += 1
+            tries += 1
         record(
             calls=1,
             prompt_tokens=reply["prompt_tokens"],
@@ -378,116 +351,3 @@ class LLMClient:
         )
         self.cache.store(request, reply)
         return reply
-
-    async def _call(self, request: dict[str, Any], model: Model) -> dict[str, Any]:
-        request = {k: v for k, v in request.items() if k != "server"}
-        litellm = import_litellm()
-        providers.ensure_registered(model.name)
-        transient = (
-            litellm.RateLimitError,
-            litellm.APIConnectionError,
-            litellm.ServiceUnavailableError,
-            litellm.InternalServerError,
-            litellm.Timeout,
-            asyncio.TimeoutError,
-        )
-        # one attempt: _cached retries, away from the limit of calls in flight. No local holds
-        # a credential: --showlocals prints the locals of this frame.
-        try:
-            response = await asyncio.wait_for(
-                litellm.acompletion(**request, **model.params, timeout=self.timeout),
-                self.timeout,
-            )
-        except litellm.AuthenticationError as exc:
-            raise ModelError(
-                f"{model.name}: the provider refused the credentials ({type(exc).__name__}). "
-                f"Set the provider's API key in the environment (for example "
-                f"OPENAI_API_KEY or GEMINI_API_KEY), or choose another model with "
-                f"--ragdive-model."
-            ) from None
-        except Exception as exc:
-            if is_rejection(exc, litellm):
-                raise rejected(exc, request, model, litellm) from None
-            if not isinstance(exc, transient) and status_of(exc) not in RETRIED_4XX:
-                if isinstance(exc, litellm.APIError):
-                    raise ModelError(
-                        f"{describe(request)}: {server_message(exc, secrets_of(model))}"
-                    ) from None
-                raise
-            raise Transient(server_message(exc, secrets_of(model)), exc) from None
-        if not getattr(response, "choices", None):
-            raise ModelError(
-                f"{describe(request)}: the provider answered without a reply (no 'choices' in "
-                f"{mask(str(response)[:200], secrets_of(model))}); check the model name and the "
-                f"server, or retry later")
-        return _reply(response, litellm)
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-def _reply(response: Any, litellm: Any) -> dict[str, Any]:
-    """What the cache keeps of a response: text (a forced tool call's arguments), the first
-    token's likeliest alternatives, token counts and cost."""
-    usage = getattr(response, "usage", None)
-    try:
-        cost = float(litellm.completion_cost(completion_response=response) or 0.0)
-    except Exception:  # litellm does not know every model's price
-        cost = 0.0
-    choice = response.choices[0]
-    logprobs = getattr(choice, "logprobs", None)
-    first = (getattr(logprobs, "content", None) or [None])[0]
-    top = [[t.token, t.logprob] for t in getattr(first, "top_logprobs", None) or []]
-    content = choice.message.content
-    calls = getattr(choice.message, "tool_calls", None) or []
-    if not content and calls:
-        content = calls[0].function.arguments
-    return {
-        **({"top_logprobs": top} if top else {}),
-        "content": content or "",
-        "prompt_tokens": int(getattr(usage, "prompt_tokens", 0) or 0),
-        "completion_tokens": int(getattr(usage, "completion_tokens", 0) or 0),
-        "cost": cost,
-    }
-
-
-# ----------------------------------------------------------------------------- errors
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-def _backoff(exc: BaseException, attempt: int, longest: float) -> float:
-    """Seconds to wait before retrying: the provider's Retry-After, else exponential with
-    jitter; never more than ``longest``."""
-    response = getattr(exc, "response", None)
-    headers = getattr(response, "headers", None) or {}
-    with contextlib.suppress(TypeError, ValueError):
-        return min(float(str(headers.get("retry-after"))), longest)
-    return min(2.0**attempt, longest) * (0.5 + random.random() / 2)
-
-
