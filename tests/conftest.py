@@ -60,7 +60,7 @@ class Bot:
             raise RuntimeError("index offline")
         if not history:
             memory = "(fresh start)"
-        elif mode == "forgetful":
+        elif mode == "forgetful" or (mode == "forgets late" and len(history) >= 4):
             memory = "(no memory)"
         else:
             memory = f"(recalls {len(history)})"

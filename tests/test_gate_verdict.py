@@ -66,7 +66,8 @@ def test_a_clear_regression_fails_the_test_through_its_metric(recorded, monkeypa
     properties = {p.get("name"): p.get("value") for p in cases["test_bot"].iter("property")}
     assert properties["ragdive.verdict.forgetfulness"] == "worse"
     html = (recorded.path / "report.html").read_text()
-    assert "Permutation verdict: regressed" in html and "<td>forgetfulness</td><td>worse</td>" in html
+    assert "Permutation verdict: regressed" in html
+    assert "<td>forgetfulness</td><td>worse</td>" in html
 
 
 def test_a_subset_of_documents_is_judged_on_its_own(recorded, monkeypatch) -> None:
@@ -108,3 +109,18 @@ def test_band_files_without_runs_give_no_verdict_and_say_why(recorded) -> None:
     result.assert_outcomes(passed=2)  # the items; no verdict to report
     result.stdout.fnmatch_lines(["*no verdict: no item of this test has a usable band with its "
                                  "runs; record the bands again with --ragdive-update*"])
+
+
+def test_where_the_bot_is_weak_is_named_per_turn(project, monkeypatch) -> None:
+    project.makepyfile(test_bot=BODY.replace("turns=2", "turns=3"))
+    project.runpytest("-m", "ragdive", "--ragdive-update").assert_outcomes(passed=2)
+    monkeypatch.setenv("BOT_MODE", "forgets late")  # keeps turn 1 in mind at turn 2, not at 3
+    result = project.runpytest("-m", "ragdive", "--ragdive-json=run.json",
+                               "--ragdive-report=report.html")
+    result.stdout.fnmatch_lines(["*where the bot is weak: forgetfulness is weakest at turn 3: "
+                                 "1.00 over 6 turns, 0.00 over the other 6*"])
+    (test,) = RunRecord.model_validate_json((project.path / "run.json").read_text()).tests
+    by_turn = test.by_turn["forgetfulness"]
+    assert by_turn == {"2": (0.0, 6), "3": (1.0, 6)}  # 2 documents x 3 runs (confirmed)
+    assert set(test.by_type["correctness"]) == {"initial", "follow_up"}
+    assert "Where the bot is weak" in (project.path / "report.html").read_text()

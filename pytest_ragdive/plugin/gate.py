@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ..engine.metrics import METRICS
-from . import bands
+from . import bands, breakdown
 from .marker import function_key
 
 if TYPE_CHECKING:
@@ -48,6 +48,7 @@ def check_dialogue(
         "rejected_for": dict(sorted(sum((Counter(d.rejected_for) for d in dialogues),
                                         Counter()).items())),
         "usage": _usage(dialogues),
+        "breakdown": breakdown.cells(dialogues),
         "aggregate_file": aggregate_file,
         "file": str(path),
         "judges": {k: v.label for k, v in judges.models.items()},

@@ -51,11 +51,17 @@ def _template() -> jinja2.Template:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.globals.update(chart=chart, metrics_in_order=_metrics_in_order,
+    env.globals.update(chart=chart, metrics_in_order=_metrics_in_order, columns=_columns,
                        items_in_order=_items_in_order, judgement_is_poor=_judgement_is_poor)
     env.filters.update(num=_num, seconds=_seconds, suffix=_suffix)
     source = files(__package__).joinpath(TEMPLATE).read_text(encoding="utf-8")
     return env.from_string(source)
+
+
+def _columns(by_metric: dict[str, dict[str, tuple[float, int]]]) -> list[str]:
+    """Every cell of a breakdown, turns by number."""
+    cells = {cell for by_cell in by_metric.values() for cell in by_cell}
+    return sorted(cells, key=lambda c: (int(c), "") if c.isdigit() else (10**6, c))
 
 
 def _metrics_in_order(metrics: list[MetricRecord]) -> list[MetricRecord]:

@@ -6,6 +6,8 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
+from .breakdown import merge, weakest
+
 
 def write_summary(
     reporter: Any,
@@ -38,6 +40,10 @@ def write_summary(
             reporter.write_line(f"    {metric:<18} mean {value:.3f}   band {band}{mark}")
         if row["note"]:
             reporter.write_line(f"    {row['note']}")
+        spot = weakest(merge(r.get("breakdown", {}) for r in results.values()
+                             if r.get("function") == row["function"]))
+        if spot:
+            reporter.write_line(f"    where the bot is weak: {spot}")
         for nodeid, problems in sorted(row.get("left_band", {}).items()):
             reporter.write_line(f"    outside its band (shown, not failed): {nodeid}")
             for problem in problems:

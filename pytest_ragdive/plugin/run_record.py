@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..engine.metrics import METRICS
 from ..engine.models import Dialogue
+from .breakdown import merge, table, weakest
 
 __all__ = ["Band", "BandVerdict", "ItemRecord", "MetricRecord", "MetricVerdictRecord", "Outcome",
            "RunRecord", "TestRecord", "metric_records"]
@@ -150,6 +151,12 @@ class TestRecord(_Model):
     design: str = Field(default="", description="What the permutation verdict stood on.")
     verdicts: list[MetricVerdictRecord] = Field(default_factory=list)
     metrics: list[MetricRecord] = Field(default_factory=list)
+    by_turn: dict[str, dict[str, tuple[float, int]]] = Field(
+        default_factory=dict, description="metric -> turn position -> (mean, turns scored), "
+        "over every dialogue the test held.")
+    by_type: dict[str, dict[str, tuple[float, int]]] = Field(
+        default_factory=dict, description="metric -> question type -> (mean, turns scored).")
+    weakest: str = Field(default="", description="The cell clearly worse than the rest, if any.")
     note: str = Field(default="", description="e.g. why the aggregate was not checked.")
     items: list[ItemRecord] = Field(default_factory=list)
 
@@ -188,7 +195,10 @@ class RunRecord(_Model):
         tests = []
         for function, nodeids in chosen.items():
             row = rows.get(function)
+            cells = merge(results[n].get("breakdown", {}) for n in nodeids if n in results)
+            shown = table(cells)
             test = TestRecord(
+                by_turn=shown["turn"], by_type=shown["type"], weakest=weakest(cells) or "",
                 key=function, note=row["note"] if row else "",
                 rule=row["verdict"] if row else "band", status=row["status"] if row else "",
                 design=row.get("design", "") if row else "",
