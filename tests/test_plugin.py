@@ -199,3 +199,15 @@ def test_one_turn_conversations_leave_out_multi_turn_metrics(pytester):
     fixed = pytester.runpytest("-p", "no:langsmith_plugin", "--ragdive-update",
                                           "-p", "no:cacheprovider")
     fixed.assert_outcomes(passed=2)  # one per document
+
+
+def test_progress_counts_dialogues_calls_and_time_at_v_and_is_quiet_at_q(project):
+    verbose = ragdive(project, "--ragdive-update", "-v")
+    verbose.assert_outcomes(passed=2)
+    verbose.stdout.fnmatch_lines([
+        "*ragdive 0/? dialogues · alpha (run 1/2): turn 1/2 generate · * model calls · 0:0?*",
+        "*ragdive ?/4 dialogues · * (run ?/2): done · * model calls · ?:??",
+    ])
+    assert "left" in verbose.stdout.str()  # an estimate once some work is done
+    quiet = ragdive(project, "--ragdive-update", "-q")
+    assert "ragdive 1/" not in quiet.stdout.str()

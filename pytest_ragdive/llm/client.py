@@ -105,6 +105,7 @@ class LLMClient:
             asyncio.AbstractEventLoop, dict[str, asyncio.Semaphore]
         ] = weakref.WeakKeyDictionary()
         self._flights = Flights()
+        self.calls_made = 0  # model calls this client made (not cache hits), for progress
 
     def served(self, model: str | Model) -> ServedModel:
         """What this client has found out so far about how ``model``'s server takes requests."""
@@ -343,6 +344,7 @@ class LLMClient:
                     wait = backoff(exc.cause, tries, self.retry_wait)
             await asyncio.sleep(wait)  # outside the slot: other calls go on meanwhile
             tries += 1
+        self.calls_made += 1
         record(
             calls=1,
             prompt_tokens=reply["prompt_tokens"],

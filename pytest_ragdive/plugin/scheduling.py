@@ -14,6 +14,7 @@ import concurrent.futures
 import contextlib
 import queue
 import threading
+import time
 from collections.abc import Awaitable, Callable, Hashable
 from typing import Any
 
@@ -72,16 +73,26 @@ async def _wrap(start: Callable[[], Awaitable[Any]]) -> Any:
 
 
 class Progress:
-    """Progress events from the loop's thread, shown on the terminal by the main thread."""
+    """Progress events from the loop's thread, shown on the terminal by the main thread at
+    ``-v``: dialogues done of those started, the stage each is at, the model calls made, the
+    time spent and an estimate of the time left (from the pace of the turns so far)."""
 
-    def __init__(self, config: pytest.Config) -> None:
+    def __init__(self, config: pytest.Config, calls: Callable[[], int] = lambda: 0) -> None:
         self.config = config
-        self._events: queue.SimpleQueue[tuple[str, int, str]] = queue.SimpleQueue()
+        self._calls = calls
+        self._events: queue.SimpleQueue[tuple[int, str, int, int, str]] = queue.SimpleQueue()
+        self._started = time.monotonic()
+        self._work: list[int] = []  # per dialogue started: its turns and its evaluation
+        self._done: dict[int, int] = {}  # per dialogue: the part of that work done
+        self._finished = 0
 
-    def reporter(self, run: int, runs: int) -> Callable[[str, int, str], None]:
+    def reporter(self, run: int, runs: int, turns: int) -> Callable[[str, int, str], None]:
         """A dialogue's ``progress`` callback; ``run`` counts from 0."""
         label = f" (run {run + 1}/{runs})" if runs > 1 else ""
-        return lambda document, turn, stage: self._events.put((document + label, turn, stage))
+        ident = len(self._work)
+        self._work.append(turns + 1)
+        return lambda document, turn, stage: self._events.put(
+            (ident, document + label, turn, turns, stage))
 
     def wait(self, futures: list[concurrent.futures.Future[Any]]) -> list[Any]:
         """The results of ``futures``, showing progress meanwhile with ``-v``."""
@@ -91,16 +102,37 @@ class Progress:
             self._show()
         return [f.result() for f in futures]
 
+    def _line(self, ident: int, document: str, turn: int, turns: int, stage: str) -> str:
+        work = self._work[ident]
+        done = {"done": work, "evaluate": turns}.get(stage, max(turn - 1, 0))
+        self._done[ident] = max(self._done.get(ident, 0), done)
+        self._finished += stage == "done"
+        elapsed = time.monotonic() - self._started
+        so_far = sum(self._done.values())
+        left = sum(self._work) - so_far
+        eta = f", about {_clock(elapsed * left / so_far)} left" if so_far and left else ""
+        where = "done" if stage == "done" else f"turn {turn}/{turns} {stage}"
+        return (f"  ragdive {self._finished}/{len(self._work)} dialogues · {document}: {where} · "
+                f"{self._calls()} model calls · {_clock(elapsed)}{eta}")
+
     def _show(self) -> None:
         events = []
         while not self._events.empty():
             events.append(self._events.get())
-        if not events or self.config.get_verbosity() <= 0:
+        if not events:
+            return
+        lines = [self._line(*event) for event in events]  # counted whatever the verbosity
+        if self.config.get_verbosity() <= 0:
             return
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
         capture = self.config.pluginmanager.get_plugin("capturemanager")
         if reporter is None or capture is None:
             return
         with capture.global_and_fixture_disabled():
-            for document, turn, stage in events:
-                reporter.write_line(f"  ragdive {document}: turn {turn} {stage}")
+            for line in lines:
+                reporter.write_line(line)
+
+
+def _clock(seconds: float) -> str:
+    minutes, secs = divmod(round(seconds), 60)
+    return f"{minutes}:{secs:02d}"

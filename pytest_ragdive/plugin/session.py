@@ -196,7 +196,8 @@ class RagdiveSession:
                            f"judged it at chance on labelled cases (benchmarks/README.md); "
                            f"name it in ragdive_metrics to score it anyway")
         if self._runner is None:
-            self._runner, self._progress = Runner(), Progress(self.config)
+            self._runner = Runner()
+            self._progress = Progress(self.config, lambda: self.client().calls_made)
         runner, progress = self._runner, self._progress
         assert progress is not None
         options = {
@@ -214,7 +215,8 @@ class RagdiveSession:
 
         def start(doc: Document, seed: int) -> Callable[[], Awaitable[Dialogue]]:
             return lambda: arun_dialogue(doc, adapter, seed=seed, **options,
-                                         progress=progress.reporter(seed - first, most))
+                                         progress=progress.reporter(seed - first, most,
+                                                                    settings.turns))
 
         def submit(it: pytest.Item, doc: Document) -> list[concurrent.futures.Future[Any]]:
             return [runner.submit((it.nodeid, seed), start(doc, seed)) for seed in seeds]
