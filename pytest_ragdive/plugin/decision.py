@@ -29,7 +29,8 @@ def permutation(row: dict[str, Any], usable: Mapping[str, dict[str, Any]], colle
                 baseline.setdefault(metric, {})[record["document"]] = stats["runs"]
                 candidate.setdefault(metric, {})[record["document"]] = record["runs"][metric]
     row["left_band"] = {n: r["left_band"] for n, r in usable.items() if r.get("left_band")}
-    verdicts = decide(baseline, candidate, alpha=alpha) if baseline else []
+    suspects = {m for r in usable.values() for m in r.get("left_band_metrics", [])}
+    verdicts = decide(baseline, candidate, alpha=alpha, suspects=suspects) if baseline else []
     row["verdicts"] = [asdict(v) for v in verdicts]
     if not verdicts:
         row["status"] = "skipped"

@@ -134,6 +134,7 @@ def check_band(
     worse = [d for d in deviations if d.worse]
     better = [d for d in deviations if not d.worse]
     record["left_band"] = [f"{d.describe()}\n      {_culprit(first, d.metric)}" for d in worse]
+    record["left_band_metrics"] = sorted({d.metric for d in worse})
     failing = bool(worse) and verdict == "band"
     record["status"] = "regressed" if failing else "improved" if better and not worse else "passed"
     if failing:

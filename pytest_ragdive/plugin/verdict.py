@@ -147,14 +147,18 @@ def _design(strata: list[tuple[np.ndarray, np.ndarray]]) -> str:
 
 
 def decide(baseline: Mapping[str, Scores], candidate: Mapping[str, Scores], *,
-           alpha: float = 0.05, draws: int = 20000, seed: int = 0) -> list[MetricVerdict]:
+           alpha: float = 0.05, draws: int = 20000, seed: int = 0,
+           suspects: Iterable[str] | None = None) -> list[MetricVerdict]:
     """A verdict per metric from metric -> document -> run scores.
 
     "worse" when Holm's step-down over the metrics tested rejects at ``alpha``;
-    "inconclusive" when the candidate looks worse, is not rejected, and either the design
-    cannot reach the first Holm threshold or p < 0.5; "not worse" otherwise. A metric
-    without a shared document gets no verdict.
+    "inconclusive" when the candidate looks worse and is not rejected; "not worse"
+    otherwise. A metric looks worse when it is among ``suspects`` (the plugin's: a first
+    run left its band on the worse side), or without ``suspects`` when its change is on
+    the worse side and either the design cannot reach the first Holm threshold or
+    p < 0.5. A metric without a shared document gets no verdict.
     """
+    suspected = set(suspects) if suspects is not None else None
     tested: dict[str, tuple[list[tuple[np.ndarray, np.ndarray]], float, float, float]] = {}
     for metric, base in baseline.items():
         if metric not in candidate:
@@ -175,7 +179,9 @@ def decide(baseline: Mapping[str, Scores], candidate: Mapping[str, Scores], *,
     first = alpha / m if m else alpha
     verdicts = []
     for metric, (strata, p, delta, floor) in tested.items():
-        looks_worse = delta < 0 if METRICS[metric] else delta > 0
+        leans = delta < 0 if METRICS[metric] else delta > 0
+        looks_worse = (metric in suspected if suspected is not None
+                       else leans and (floor > first or p < 0.5))
         side = "lower" if delta < 0 else "higher"
         change = f"candidate {side} by {abs(delta):.3f} over {_count([len(strata)], 'document')}"
         verdict: Verdict
@@ -186,7 +192,7 @@ def decide(baseline: Mapping[str, Scores], candidate: Mapping[str, Scores], *,
             verdict = "inconclusive"
             reason = (f"{_design(strata)} cannot reach p ≤ {_fmt(first)} (smallest possible p "
                       f"{_fmt(floor)}): add documents or runs")
-        elif looks_worse and p < 0.5:
+        elif looks_worse:
             verdict = "inconclusive"
             reason = (f"{change}, p = {_fmt(p)} > Holm threshold {_fmt(step[metric])}: "
                       "draw more candidate runs with new seeds to decide")
