@@ -46,9 +46,18 @@ def imports(path: Path) -> set[str]:
     return found
 
 
+def with_parents(name: str) -> set[str]:
+    """``name`` and the packages whose ``__init__`` importing it runs first."""
+    parts = name.split(".")
+    return {".".join(parts[:i]) for i in range(1, len(parts) + 1)}
+
+
 def graph() -> dict[str, set[str]]:
+    """module -> the package's modules that importing it runs: those it imports and their
+    parent packages (whose ``__init__`` runs first)."""
     modules = {module_name(p): p for p in PACKAGE.rglob("*.py")}
-    return {name: {m for m in imports(path) if m in modules and m != name}
+    return {name: {m for target in imports(path) for m in with_parents(target)
+                   if m in modules and m != name and not name.startswith(m + ".")}
             for name, path in modules.items()}
 
 
@@ -95,4 +104,30 @@ def test_the_checks_see_imports_and_circles() -> None:
     assert "pytest_ragdive.engine.models" in edges["pytest_ragdive.engine.dialogue"]
     assert "pytest_ragdive.llm.client" in edges["pytest_ragdive.engine.dialogue"]
     assert "pytest_ragdive.plugin.bands" in edges["pytest_ragdive.plugin.aggregate"]
+    # importing pytest_ragdive.llm.embedded.grammar runs pytest_ragdive.llm.embedded first
+    assert "pytest_ragdive.llm.embedded" in edges["pytest_ragdive.llm.structured"]
     assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == ["a -> b -> c -> a"]
+
+
+LOADED = '''
+import sys
+
+def pytest_sessionfinish(session):
+    mine = sorted(m for m in sys.modules if m.startswith("pytest_ragdive"))
+    print("\\nloaded:", " ".join(mine))
+    print("third-party:", " ".join(sorted(m for m in ("litellm", "ragas", "llama_cpp", "numpy")
+                                          if m in sys.modules)) or "none")
+'''
+
+
+def test_a_plain_pytest_run_loads_no_model_layer(pytester: pytest.Pytester) -> None:
+    """A project's tests that are not conversation tests pay for the plugin's hooks,
+    options and marker only: no model, no litellm, no ragas."""
+    pytester.makeconftest(LOADED)
+    pytester.makepyfile(test_plain="def test_plain():\n    assert True\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-s")
+    result.assert_outcomes(passed=1)
+    loaded = next(line for line in result.outlines if line.startswith("loaded:")).split()[1:]
+    assert not [m for m in loaded if m.startswith("pytest_ragdive.llm.embedded")], loaded
+    assert "pytest_ragdive.llm.client" not in loaded
+    result.stdout.fnmatch_lines(["third-party: none"])

@@ -27,8 +27,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .embedded.grammar import schema_from_messages
-
 log = logging.getLogger("pytest_ragdive")
 
 #: the fixed modes, in the order ``auto`` tries them
@@ -87,6 +85,8 @@ def _wanted(request: Mapping[str, Any]) -> _Wanted | None:
         spec = fmt.get("json_schema") or {}
         return _Wanted(str(spec.get("name") or "Output"), dict(spec.get("schema") or {}), False)
     if fmt.get("type") == "json_object":
+        from .embedded.grammar import schema_from_messages  # not at start-up: see hooks.py
+
         schema = schema_from_messages(request.get("messages") or [])
         if schema is not None:
             return _Wanted(str(schema.get("title") or "Output"), schema, True)
