@@ -11,7 +11,7 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from ..llm.cache import CacheMiss, RecordMode, ResponseCache
 from ..llm.client import LLMClient
-from ..llm.errors import ModelError
+from ..llm.errors import ModelError, ReplyError
 from ..llm.library import release_loop
 from ..llm.usage import usage_scope
 from .evaluator import evaluate
@@ -154,10 +154,16 @@ async def _converse(
             verdict = exact_verdict(candidate, document, dialogue.turns)
             validated = not (validation == "once" and judged)
             if verdict.valid and validated and model_checks:
-                verdict = await judge_turn(
-                    client, models["validator"], document=document, history=dialogue.turns,
-                    candidate=candidate,
-                )
+                try:
+                    verdict = await judge_turn(
+                        client, models["validator"], document=document, history=dialogue.turns,
+                        candidate=candidate,
+                    )
+                except ReplyError as exc:
+                    raise DialogueError(
+                        f"turn {index}, validating attempt {attempt + 1}: {exc}. Use a validator "
+                        f"model that answers yes/no questions, or ragdive_validator_checks = "
+                        f"exact to validate with the exact checks only") from None
                 judged = True
             if verdict.valid:
                 break

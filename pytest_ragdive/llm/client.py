@@ -15,7 +15,7 @@ import logging
 import math
 import re
 import weakref
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -58,6 +58,22 @@ def schema_format(schema: type[BaseModel]) -> dict[str, Any]:
 
 _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
 _FIRST_WORD = re.compile(r"\W*(\w+)")
+
+
+def _p_yes(reply: Mapping[str, Any]) -> float | None:
+    """P(yes) from a yes/no reply's first-token alternatives, else from its first word;
+    None when the reply is no verdict."""
+    mass = {"yes": 0.0, "no": 0.0}
+    for token, logprob in reply.get("top_logprobs") or []:
+        word = str(token).strip().lower()
+        if word in mass:
+            mass[word] += math.exp(logprob)
+    if mass["yes"] + mass["no"] > 0:
+        return mass["yes"] / (mass["yes"] + mass["no"])
+    first = _FIRST_WORD.match(str(reply["content"]))
+    if first and first.group(1).lower() in ("yes", "no"):
+        return 1.0 if first.group(1).lower() == "yes" else 0.0
+    return None
 
 
 def parse_reply(text: str, schema: type[T]) -> T:
@@ -195,26 +211,26 @@ class LLMClient:
         A provider that returns no logprobs (or rejects them) is read from its text
         instead: 1.0 for a reply whose first word is yes, 0.0 for no (a step, not a
         probability). Any other reply ("Not sure.", "Nothing contradicts it.") is not a
-        verdict: :class:`ReplyError`, so the turn is unscored, never a score.
+        verdict: the question is asked again, after that reply, up to ``reply_retries``
+        times; then :class:`ReplyError`, so the turn is unscored, never a score.
         """
-        request = {
-            "model": as_model(model).name, "messages": messages, "temperature": 0.0,
-            "seed": 0, "max_tokens": 1, "logprobs": True, "top_logprobs": 20,
-        }
-        reply, _ = await self._send(request, as_model(model))
-        mass = {"yes": 0.0, "no": 0.0}
-        for token, logprob in reply.get("top_logprobs") or []:
-            word = str(token).strip().lower()
-            if word in mass:
-                mass[word] += math.exp(logprob)
-        if mass["yes"] + mass["no"] > 0:
-            return mass["yes"] / (mass["yes"] + mass["no"])
-        first = _FIRST_WORD.match(str(reply["content"]))
-        if first and first.group(1).lower() in ("yes", "no"):
-            return 1.0 if first.group(1).lower() == "yes" else 0.0
+        asked = list(messages)
+        for _ in range(self.reply_retries + 1):
+            request = {
+                "model": as_model(model).name, "messages": asked, "temperature": 0.0,
+                "seed": 0, "max_tokens": 1, "logprobs": True, "top_logprobs": 20,
+            }
+            reply, _ = await self._send(request, as_model(model))
+            p_yes = _p_yes(reply)
+            if p_yes is not None:
+                return p_yes
+            # the same question again, so that the reply is judged on what was asked
+            asked = [*asked, {"role": "assistant", "content": str(reply["content"])},
+                     {**messages[-1], "content": f"{messages[-1]['content']}\n\n"
+                                                 f"Answer with only yes or no."}]
         raise ReplyError(
-            f"{as_model(model).name} answered a yes/no question with {reply['content'][:60]!r}"
-        )
+            f"{as_model(model).name} answered a yes/no question with {reply['content'][:60]!r} "
+            f"({self.reply_retries + 1} attempts)")
 
     def stand_in(self, model: Model) -> Callable[..., Awaitable[Any]]:
         """A cached stand-in for ``litellm.acompletion`` for ``model``, for libraries such as

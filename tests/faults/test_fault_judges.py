@@ -65,3 +65,29 @@ def test_a_retry_exception_is_summarised_by_its_last_attempt() -> None:
 
     assert _why(RetryError("<failed_attempts>" + "x" * 900)) == (
         "ValueError: 1 validation error for Verdicts")
+
+
+def test_a_garbled_yes_no_reply_is_asked_again_and_a_lasting_one_names_turn_and_stage(
+    tmp_path: Path
+) -> None:
+    answered: list[str] = []
+
+    def once_garbled(messages: list[dict]) -> object:
+        # the validator's first answer is garbled; asked again, it answers
+        if messages[-1]["content"].startswith("Source text") and not answered:
+            answered.append("maybe")
+            return "maybe"
+        return 0.9
+
+    judges = ragdive.Judges(scripted({"YesNo": once_garbled}))
+    dialogue = ragdive.run_dialogue(DOC, Bot(), judges=judges, turns=2, validator_checks="all",
+                                    metrics=["correctness"], cache_dir=tmp_path / "a")
+    assert answered and not dialogue.errors and len(dialogue.turns) == 2
+
+    always = ragdive.Judges(scripted({"YesNo": lambda m: "maybe"
+                                      if m[-1]["content"].startswith("Source text") else 0.9}))
+    broken = ragdive.run_dialogue(DOC, Bot(), judges=always, turns=2, validator_checks="all",
+                                  metrics=["correctness"], cache_dir=tmp_path / "b")
+    assert broken.errors["dialogue"].startswith("turn 1, validating attempt 1: ")
+    assert "answered a yes/no question with 'maybe' (3 attempts)" in broken.errors["dialogue"]
+    assert "ragdive_validator_checks = exact" in broken.errors["dialogue"]
