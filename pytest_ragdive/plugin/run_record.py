@@ -121,6 +121,9 @@ class ItemRecord(_Model):
     rejected_for: dict[str, int] = Field(
         default_factory=dict, description="Rejected attempts per fault (the paper's classes).")
     dialogue: Dialogue | None = None
+    result: dict[str, Any] = Field(
+        default_factory=dict, description="What the plugin kept of the item to decide its "
+        "test (runs, its band file's content, ...): a merge of shard records decides from it.")
 
     @property
     def failed(self) -> bool:
@@ -145,6 +148,8 @@ class TestRecord(_Model):
     __test__ = False  # not a pytest test class, despite its name
 
     key: str = Field(description="The node id without parameters: 'path::test_name'.")
+    collected: list[str] = Field(default_factory=list, description="Every item of the test "
+                                 "collected, also those deselected (a shard's others).")
     rule: Literal["permutation", "band"] = "band"
     status: str = Field(default="", description="regressed, inconclusive, passed, improved, "
                         "recorded or skipped (nothing decided).")
@@ -183,6 +188,7 @@ class RunRecord(_Model):
         started: datetime,
         duration_s: float,
         chosen: Mapping[str, list[str]],
+        collected: Mapping[str, list[str]],
         results: Mapping[str, Mapping[str, Any]],
         outcomes: Mapping[str, tuple[Outcome, str]],
         aggregates: Iterable[Mapping[str, Any]],
@@ -198,7 +204,7 @@ class RunRecord(_Model):
             cells = merge(results[n].get("breakdown", {}) for n in nodeids if n in results)
             shown = table(cells)
             test = TestRecord(
-                by_turn=shown["turn"], by_type=shown["type"], weakest=weakest(cells) or "",
+                collected=sorted(collected.get(function, nodeids)), by_turn=shown["turn"], by_type=shown["type"], weakest=weakest(cells) or "",
                 key=function, note=row["note"] if row else "",
                 rule=row["verdict"] if row else "band", status=row["status"] if row else "",
                 design=row.get("design", "") if row else "",
@@ -219,6 +225,7 @@ class RunRecord(_Model):
                     rejections=result.get("rejections", 0),
                     rejected_for=result.get("rejected_for", {}),
                     dialogue=Dialogue.model_validate(dialogue) if dialogue else None,
+                    result={k: v for k, v in result.items() if k != "dialogue"},
                 ))
             tests.append(test)
         return cls(settings=dict(settings), started=started, duration_s=duration_s,

@@ -369,36 +369,21 @@ class RagdiveSession:
         html, json_path = self.options.get("report"), self.options.get("json")
         if not (html or json_path):
             return
-        from ..files import atomic_write_text
-        from .html_report import render
+        from . import outputs
         from .run_record import RunRecord
 
-        first = self.options.get("seed")
-        from .. import __version__
-
-        def values(key: str) -> str:
-            return ", ".join(sorted({str(r[key]) for r in self.results.values()}))
-
-        judges: dict[str, str] = next((r["judges"] for r in self.results.values()), {})
-        settings = {
-            **{role: str(model) for role, model in judges.items()},
-            "turns": values("turns_per_dialogue"), "role": values("role"),
-            "plugin": __version__,
-            "seeds": f"{first}" if not self.update else f"{first} and on (update)",
-            "record mode": self.options.get("record_mode"),
-        }
-        record = RunRecord.build(
-            settings=settings, started=self.started,
+        get = self.options.get
+        run = RunRecord.build(
+            settings=outputs.settings(self.results, seed=get("seed"), update=self.update,
+                                      record_mode=get("record_mode"), verdict=get("verdict"),
+                                      alpha=get("alpha"), margin=get("band_margin")),
+            started=self.started,
             duration_s=(datetime.now(timezone.utc) - self.started).total_seconds(),
-            chosen=self.chosen, results=self.results, outcomes=self.outcomes,
-            aggregates=self.aggregates, margin=self.options.get("band_margin"),
+            chosen=self.chosen, collected=self.all_items, results=self.results,
+            outcomes=self.outcomes, aggregates=self.aggregates, margin=get("band_margin"),
         )
-        for path, text in ((html, render(record) if html else ""),
-                           (json_path, record.model_dump_json(indent=2) if json_path else "")):
-            if path:
-                target = Path(path) if Path(path).is_absolute() else Path.cwd() / path
-                atomic_write_text(target, text)
-                self.notes.add(f"ragdive report written to {target}")
+        for target in outputs.write(run, html, json_path):
+            self.notes.add(f"ragdive report written to {target}")
 
     def summary(self, reporter: Any) -> None:
         if not self.results and not self.unused and not self.notes:
