@@ -41,13 +41,17 @@ def run_lines(doc: dict[str, Any], job: str) -> str:
     return "\n".join(str(s.get("run", "")) for s in steps(doc, job))
 
 
-def test_actionlint_finds_nothing() -> None:
+SHARDED = ROOT / "docs" / "ci" / "ragdive-sharded.yml"
+
+
+@pytest.mark.parametrize("workflow", [WORKFLOW, SHARDED], ids=lambda p: p.name)
+def test_actionlint_finds_nothing(workflow: Path) -> None:
     binary = actionlint()
     if binary is None:
         pytest.skip("actionlint is not installed (pip install -e '.[test]')")
     # shellcheck and pyflakes off: the result must not depend on what else a machine has
     result = subprocess.run(
-        [binary, "-no-color", "-oneline", "-shellcheck=", "-pyflakes=", str(WORKFLOW)],
+        [binary, "-no-color", "-oneline", "-shellcheck=", "-pyflakes=", str(workflow)],
         capture_output=True, text=True, timeout=60, check=False,
     )
     assert result.returncode == 0, result.stdout + result.stderr
@@ -127,3 +131,15 @@ def test_python_of_the_workflow_is_one_the_package_supports() -> None:
     from packaging.specifiers import SpecifierSet
 
     assert SpecifierSet(requires).contains(version), (version, requires)
+
+
+def test_the_sharded_workflow_merges_every_shard_into_one_verdict() -> None:
+    yaml = pytest.importorskip("yaml")
+    doc = yaml.safe_load(SHARDED.read_text(encoding="utf-8"))
+    groups = doc["jobs"]["shard"]["strategy"]["matrix"]["group"]
+    assert int(doc["env"]["SHARDS"]) == len(groups)
+    shard = run_lines(doc, "shard")
+    assert "--ragdive-record-mode=none" in shard and "--ragdive-json=shard-" in shard
+    verdict = doc["jobs"]["verdict"]
+    assert verdict["needs"] == "shard" and verdict["if"] == "always()"
+    assert "python -m pytest_ragdive merge shards/shard-*.json" in run_lines(doc, "verdict")
