@@ -1,0 +1,69 @@
+#!/usr/bin/env python3
+"""Remove the example's response-cache entries that no committed replay reads.
+
+    python benchmarks/prune_cache.py            # list what would go
+    python benchmarks/prune_cache.py --delete
+
+After a re-recording, a cache folder keeps the entries of calls that are no longer made
+(another prompt, a check that is no longer asked). This replays, in process, the example's
+check at the baseline's seed (``.ragdive/cache``) and every session of ``gate.py``
+(``.ragdive/unseen``) under both rules, notes every entry read, and removes the others.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from gate import CACHE, EXAMPLE, VARIANTS  # noqa: E402
+
+from pytest_ragdive.llm.cache import ResponseCache, request_key  # noqa: E402
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--delete", action="store_true")
+    args = parser.parse_args(argv)
+    read: set[Path] = set()
+    load = ResponseCache.load
+
+    def noting(self: ResponseCache, request: dict) -> dict | None:
+        reply = load(self, request)
+        if reply is not None:
+            read.add(self.path(request_key(request)).resolve())
+        return reply
+
+    ResponseCache.load = noting  # type: ignore[method-assign]
+    sessions = [({}, ".ragdive/cache", 0, "permutation")]
+    sessions += [(env, CACHE, seed, rule) for env, seeds in VARIANTS.values() for seed in seeds
+                 for rule in ("permutation", "band")]
+    os.chdir(EXAMPLE)
+    for env, cache, seed, rule in sessions:
+        saved = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)
+        try:
+            pytest.main(["-m", "ragdive", "-q", "-p", "no:xdist", "--ragdive-record-mode=none",
+                         f"--ragdive-cache-dir={cache}", f"--ragdive-seed={seed}",
+                         f"--ragdive-verdict={rule}"])
+        finally:
+            for k, v in saved.items():
+                os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
+    unread = [p for folder in (".ragdive/cache", CACHE)
+              for p in sorted((EXAMPLE / folder).rglob("*.json")) if p.resolve() not in read]
+    print(f"\n{len(read)} entries read, {len(unread)} not read")
+    for path in unread:
+        if args.delete:
+            path.unlink()
+        else:
+            print(f"  {path.relative_to(EXAMPLE)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
