@@ -272,23 +272,30 @@ class LLMClient:
         """The reply to ``request`` in the form ``model``'s server takes, and the request as
         sent. A form the server rejects (output format, logprobs) is replaced once per
         model and client, when the setting allows it: until a form is known to work, one
-        request at a time tries it and the others wait for the outcome."""
+        request at a time tries it and the others wait for the outcome, unless the server
+        is only busy (a retried failure says nothing of the form: the others go too)."""
         if model.server_id:  # part of the key, never sent (see _call)
             request = {**request, "server": model.server_id}
         served = self.served(model)
         for _ in range(len(MODES) + 2):
             probe = await self._probe(request, served)
+
+            def let_go() -> None:
+                nonlocal probe
+                if probe is not None:
+                    probe.release()
+                    probe = None
+
             try:
                 sent = served.shape(request)
                 sent = self._recorded_form(request, sent, served) or sent
-                reply = await self._cached(sent, model)
+                reply = await self._cached(sent, model, on_retry=let_go)
             except RequestRejected as exc:
                 if not served.adapt(exc.about, sent, model.name):
                     raise
                 continue
             finally:
-                if probe is not None:
-                    probe.release()
+                let_go()
             served.took(request, model.name)
             return reply, sent
         raise ModelError(f"{describe(request)}: the server rejected every form of this request")
@@ -330,20 +337,23 @@ class LLMClient:
                 return other
         return None
 
-    async def _cached(self, request: dict[str, Any], model: Model) -> dict[str, Any]:
+    async def _cached(self, request: dict[str, Any], model: Model,
+                      on_retry: Callable[[], None] = lambda: None) -> dict[str, Any]:
         request = {k: v for k, v in request.items() if v is not None}
         reply = self.cache.load(request)
         if reply is not None:
             record(cache_hits=1)
             return reply
         reply, shared = await self._flights.run(
-            request_key(request), lambda: self._recorded(request, model))
+            request_key(request), lambda: self._recorded(request, model, on_retry))
         if shared:
             record(cache_hits=1)
         return reply
 
-    async def _recorded(self, request: dict[str, Any], model: Model) -> dict[str, Any]:
-        """The model's reply to ``request``, retried, counted and stored in the cache."""
+    async def _recorded(self, request: dict[str, Any], model: Model,
+                        on_retry: Callable[[], None] = lambda: None) -> dict[str, Any]:
+        """The model's reply to ``request``, retried (``on_retry`` is called before the
+        first wait), counted and stored in the cache."""
         tries = 0
         while True:
             async with self._slot(model):
@@ -358,6 +368,7 @@ class LLMClient:
                             f"provider is only busy"
                         ) from None
                     wait = backoff(exc.cause, tries, self.retry_wait)
+            on_retry()
             await asyncio.sleep(wait)  # outside the slot: other calls go on meanwhile
             tries += 1
         self.calls_made += 1

@@ -80,3 +80,28 @@ def test_the_retry_budget_is_a_setting(pytester: pytest.Pytester) -> None:
     pytester.makeini("[pytest]\nragdive_retries = 0\nragdive_retry_wait = 2.5\n")
     options = Options(pytester.parseconfigure())
     assert (options.get("retries"), options.get("retry_wait")) == (0, 2.5)
+
+
+def test_first_calls_that_retry_do_not_queue_behind_each_other(tmp_path: Path) -> None:
+    """A new model's first calls wait until one of them shows which request form the server
+    takes. A busy server (503) says nothing about the form: the other calls must not wait
+    out its retries (5 prompts, each failing 3 times)."""
+    attempts: list[str] = []
+    busy = storm(503, 3)
+
+    def noting(messages: list[dict]) -> float:
+        attempts.append(messages[-1]["content"])
+        return busy(messages)
+
+    model = scripted({"YesNo": noting}, name="busy")
+    llm = client(tmp_path, retries=3, retry_wait=0.05)
+    prompts = [[{"role": "user", "content": f"Q{n}? Answer yes or no."}] for n in range(5)]
+
+    async def all_of_them() -> list[float]:
+        return list(await asyncio.gather(*(llm.yes_probability(model, p) for p in prompts)))
+
+    assert run_blocking(all_of_them()) == pytest.approx([0.9] * 5)
+    first = attempts[0]
+    last_of_first = len(attempts) - 1 - attempts[::-1].index(first)
+    # every prompt was tried before the first one's retries were over
+    assert {a for a in attempts[:last_of_first]} == {p[0]["content"] for p in prompts}
