@@ -241,15 +241,24 @@ async def _ask(
             raise DialogueError(
                 f"{where} raised {type(exc).__name__}: {exc} (question {question!r})"
             ) from exc
-    if isinstance(result, RagAnswer):
-        return result
     try:
-        return RagAnswer.model_validate(result)
-    except ValueError:
+        # an instance too: RagAnswer.model_construct(...) skips validation
+        data = dict(result) if isinstance(result, RagAnswer) else result
+        return RagAnswer.model_validate(data)
+    except ValueError as exc:
+        why = f" ({_first_error(exc)})" if isinstance(result, (RagAnswer, dict)) else ""
         raise DialogueError(
-            f"{where} returned {type(result).__name__} for {question!r}; "
-            f"return pytest_ragdive.RagAnswer(answer=..., contexts=[...])"
+            f"{where} returned {type(result).__name__} for {question!r}{why}; "
+            f"return pytest_ragdive.RagAnswer(answer=..., contexts=[...]) with text only"
         ) from None
+
+
+def _first_error(exc: ValueError) -> str:
+    errors = getattr(exc, "errors", None)
+    if not callable(errors):
+        return str(exc)[:200]
+    first = errors()[0]
+    return f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}"
 
 
 async def _in_daemon_thread(fn: Callable[..., Any], *args: Any) -> Any:

@@ -27,8 +27,11 @@ class Bot:
         ("It is 120 m.", "returned str for"),
         ({"answer": 120}, "returned dict for"),
         (None, "returned NoneType for"),
+        (ragdive.RagAnswer.model_construct(answer="It is 120 m.", contexts=[120, None]),
+         "returned RagAnswer for 'What is the topic?' (contexts.0: Input should be a valid "
+         "string)"),
     ],
-    ids=["str", "bad dict", "None"],
+    ids=["str", "bad dict", "None", "unvalidated RagAnswer"],
 )
 def test_a_wrong_answer_type_names_the_fix(tmp_path: Path, reply: object, message: str) -> None:
     dialogue = ragdive.run_dialogue(DOC, Bot(reply), judges=ragdive.Judges(scripted()), turns=2,
