@@ -39,15 +39,15 @@ _LAZY = {
     "arun_dialogue": "engine.dialogue",
     "arun_dialogues": "engine.dialogue",
     "run_dialogue": "engine.dialogue",
-    "HttpAdapter": "engine.http_adapter",
+    "HttpAdapter": "adapters.http",
 }
 
 __all__ = ["conversation", "document_fixture", "__version__", *_LAZY]
 
 if TYPE_CHECKING:
+    from .adapters.http import HttpAdapter
     from .engine.dialogue import RagAdapter, arun_dialogue, arun_dialogues, run_dialogue
     from .engine.documents import load_documents
-    from .engine.http_adapter import HttpAdapter
     from .engine.judges import Judges
     from .engine.metrics import METRICS
     from .engine.models import (

@@ -15,8 +15,11 @@ PACKAGE = Path(__file__).resolve().parent.parent / "pytest_ragdive"
 
 #: layer -> the layers (and third-party roots) it must not import
 FORBIDDEN = {
-    "engine": ("pytest_ragdive.plugin", "pytest", "_pytest", "syrupy", "xdist"),
-    "llm": ("pytest_ragdive.plugin", "pytest_ragdive.engine", "pytest", "_pytest", "syrupy"),
+    "adapters": ("pytest_ragdive.plugin", "pytest", "_pytest", "syrupy", "xdist"),
+    "engine": ("pytest_ragdive.plugin", "pytest_ragdive.adapters", "pytest", "_pytest",
+               "syrupy", "xdist"),
+    "llm": ("pytest_ragdive.plugin", "pytest_ragdive.engine", "pytest_ragdive.adapters",
+            "pytest", "_pytest", "syrupy"),
 }
 
 
@@ -63,7 +66,7 @@ def graph() -> dict[str, set[str]]:
 
 def test_the_package_has_three_layers() -> None:
     layers = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()}
-    assert {"engine", "llm", "plugin"} <= layers
+    assert {"adapters", "engine", "llm", "plugin"} <= layers
 
 
 @pytest.mark.parametrize("layer", sorted(FORBIDDEN))

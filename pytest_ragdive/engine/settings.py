@@ -132,7 +132,7 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
     Setting("retries", int, 4, "attempts after the first for a call that failed for a "
             "reason that may pass (rate limit, connection, timeout, 5xx)", (INI,), minimum=0),
     Setting("retry_wait", float, 30.0, "the longest wait between two attempts, in seconds "
-            "(a provider's Retry-After counts, up to this)", (INI,), minimum=0),
+            "(a provider that asks for longer with Retry-After fails the call, saying so)", (INI,), minimum=0),
     Setting("call_timeout", float, 120.0, "seconds per model call", (INI,), minimum=0),
     Setting("adapter_timeout", float, 120.0, "seconds per answer of the RAG adapter",
             (INI, DIALOGUE), minimum=0),

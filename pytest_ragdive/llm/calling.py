@@ -4,8 +4,6 @@ long to wait before the next."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import random
 from typing import Any
 
 from . import providers
@@ -96,12 +94,3 @@ def _reply(response: Any, litellm: Any) -> dict[str, Any]:
 
 
 # ----------------------------------------------------------------------------- errors
-
-def backoff(exc: BaseException, attempt: int, longest: float) -> float:
-    """Seconds to wait before retrying: the provider's Retry-After, else exponential with
-    jitter; never more than ``longest``."""
-    response = getattr(exc, "response", None)
-    headers = getattr(response, "headers", None) or {}
-    with contextlib.suppress(TypeError, ValueError):
-        return min(float(str(headers.get("retry-after"))), longest)
-    return min(2.0**attempt, longest) * (0.5 + random.random() / 2)

@@ -20,9 +20,9 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from . import providers
+from . import providers, retrying
 from .cache import KEY_FIELDS, ResponseCache, describe, request_key
-from .calling import attempt, backoff
+from .calling import attempt
 from .errors import (
     ModelError,
     ReplyError,
@@ -367,7 +367,16 @@ class LLMClient:
                             f"{exc}. Raise ini ragdive_retries or ragdive_retry_wait if the "
                             f"provider is only busy"
                         ) from None
-                    wait = backoff(exc.cause, tries, self.retry_wait)
+                    headers = getattr(getattr(exc.cause, "response", None), "headers", None)
+                    try:
+                        wait = retrying.wait(tries + 1, first=1.0, longest=self.retry_wait,
+                                             header=(headers or {}).get("retry-after"))
+                    except retrying.WaitTooLong as too_long:
+                        raise ModelError(
+                            f"{describe(request)}: the provider {too_long} (Retry-After), "
+                            f"longer than ragdive_retry_wait = {self.retry_wait:g} s: {exc}. "
+                            f"Lower the load (ragdive_concurrency) or raise ragdive_retry_wait"
+                        ) from None
             on_retry()
             await asyncio.sleep(wait)  # outside the slot: other calls go on meanwhile
             tries += 1

@@ -10,11 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import email.utils
 import json
-import math
 import os
-import random
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -23,8 +20,9 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
+from ..engine.models import Message, RagAnswer
+from ..llm.retrying import WaitTooLong, wait
 from ..llm.secrets import mask
-from .models import Message, RagAnswer
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -327,20 +325,18 @@ class HttpAdapter:
 
     def _wait(self, attempt: int, response: httpx.Response | None,
               secrets: Sequence[str] = ()) -> float:
-        """Seconds before the next attempt: the server's Retry-After, else the backoff."""
-        if response is not None:
-            asked = _retry_after(response.headers.get("retry-after"))
-            if asked is not None and asked > self.max_wait:
-                raise HttpAdapterError(
-                    f"POST {self.url} answered {response.status_code} and asked to retry "
-                    f"after {asked:g} s (Retry-After), longer than max_wait={self.max_wait:g} s:"
-                    f"\n{_excerpt(response, secrets)}\nLower the load (ragdive_concurrency, "
-                    f"fewer documents) or raise max_wait="
-                )
-            if asked is not None:
-                return asked
-        delay = min(self.max_wait, self.backoff * 2.0 ** (attempt - 1))
-        return delay * random.uniform(0.75, 1.0)  # spread dialogues that hit a limit together
+        """Seconds before the next attempt (``llm.retrying``: the server's Retry-After, else
+        the backoff); a server that asks for more than ``max_wait`` fails the request."""
+        header = response.headers.get("retry-after") if response is not None else None
+        try:
+            return wait(attempt, first=self.backoff, longest=self.max_wait, header=header)
+        except WaitTooLong as exc:
+            assert response is not None
+            raise HttpAdapterError(
+                f"POST {self.url} answered {response.status_code} and {exc} (Retry-After), "
+                f"longer than max_wait={self.max_wait:g} s:\n{_excerpt(response, secrets)}\n"
+                f"Lower the load (ragdive_concurrency, fewer documents) or raise max_wait="
+            ) from None
 
     def _status_message(self, response: httpx.Response, attempts: int, secrets: Sequence[str],
                         started: float) -> str:
@@ -510,25 +506,6 @@ def _mentions(node: Any, placeholder: str) -> bool:
     if isinstance(node, (list, tuple)):
         return any(_mentions(v, placeholder) for v in node)
     return False
-
-
-def _retry_after(value: str | None) -> float | None:
-    """Seconds from a Retry-After header (seconds or an HTTP date); None if unusable."""
-    if not value:
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            when = email.utils.parsedate_to_datetime(value)
-        except (TypeError, ValueError):
-            return None
-        if when.tzinfo is None:
-            return None
-        seconds = when.timestamp() - time.time()
-    if math.isnan(seconds) or math.isinf(seconds):
-        return None
-    return max(0.0, seconds)
 
 
 def _excerpt(response: httpx.Response, secrets: Sequence[str], lines: int = 5,

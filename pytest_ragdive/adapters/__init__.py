@@ -1,0 +1,2 @@
+"""Connectors to the RAG systems under test, outside the method: ``http`` (a bot behind
+an HTTP JSON API)."""
