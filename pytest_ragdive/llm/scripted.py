@@ -149,14 +149,17 @@ def forms(model: str) -> list[tuple[str, ...]]:
     return _forms[model]
 
 
-def http_error(status: int, message: str, model: str = f"{PROVIDER}/model") -> Exception:
-    """The litellm exception a real provider raises for an HTTP ``status`` answer; a
-    responder raises it to script a server's failure. A 400 about the context length
-    becomes ``ContextWindowExceededError``, as litellm maps it."""
+def http_error(status: int, message: str, model: str = f"{PROVIDER}/model",
+               headers: Mapping[str, str] | None = None) -> Exception:
+    """The litellm exception a real provider raises for an HTTP ``status`` answer (with
+    ``headers``, such as Retry-After); a responder raises it to script a server's failure.
+    A 400 about the context length becomes ``ContextWindowExceededError``, as litellm
+    maps it."""
     litellm = import_litellm()
     import httpx
 
-    response = httpx.Response(status, request=httpx.Request("POST", "http://fake/v1/chat"))
+    response = httpx.Response(status, headers=dict(headers or {}),
+                              request=httpx.Request("POST", "http://fake/v1/chat"))
     common = {"message": message, "model": model, "llm_provider": PROVIDER}
     if status == 400 and re.search(r"context (length|window)", message, re.IGNORECASE):
         return litellm.ContextWindowExceededError(**common)
@@ -168,6 +171,8 @@ def http_error(status: int, message: str, model: str = f"{PROVIDER}/model") -> E
     if status in (403, 422):
         kind = litellm.PermissionDeniedError if status == 403 else litellm.UnprocessableEntityError
         return kind(**common, response=response)  # type: ignore[no-any-return]
+    if status == 429:
+        return litellm.RateLimitError(**common, response=response)  # type: ignore[no-any-return]
     if status in kinds:
         return kinds[status](**common)  # type: ignore[no-any-return]
     return litellm.APIError(status_code=status, **common)  # type: ignore[no-any-return]

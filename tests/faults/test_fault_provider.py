@@ -105,3 +105,34 @@ def test_first_calls_that_retry_do_not_queue_behind_each_other(tmp_path: Path) -
     last_of_first = len(attempts) - 1 - attempts[::-1].index(first)
     # every prompt was tried before the first one's retries were over
     assert {a for a in attempts[:last_of_first]} == {p[0]["content"] for p in prompts}
+
+
+@pytest.mark.parametrize("asked", ["0.2", "date"])
+def test_retry_after_is_honoured_and_a_longer_one_than_allowed_fails_saying_so(
+    tmp_path: Path, asked: str
+) -> None:
+    import email.utils
+
+    def header() -> str:
+        if asked == "date":
+            return email.utils.formatdate(time.time() + 2, usegmt=True)
+        return asked
+
+    tries = itertools.count()
+
+    def limited(messages: list[dict]) -> float:
+        if next(tries) == 0:
+            raise http_error(429, "slow down", headers={"Retry-After": header()})
+        return 0.9
+
+    model = scripted({"YesNo": limited})
+    llm = client(tmp_path, retries=1, retry_wait=5.0)
+    start = time.perf_counter()
+    assert run_blocking(llm.yes_probability(model, ASK)) == pytest.approx(0.9)
+    assert time.perf_counter() - start >= (0.2 if asked == "0.2" else 0.9)  # as asked
+
+    tries = itertools.count()
+    strict = client(tmp_path / "strict", retries=1, retry_wait=0.1)
+    with pytest.raises(ModelError, match=r"the provider asked to retry after .* s "
+                                         r"\(Retry-After\), longer than ragdive_retry_wait"):
+        run_blocking(strict.yes_probability(scripted({"YesNo": limited}), ASK))
