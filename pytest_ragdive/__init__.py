@@ -40,12 +40,14 @@ _LAZY = {
     "arun_dialogues": "engine.dialogue",
     "run_dialogue": "engine.dialogue",
     "HttpAdapter": "adapters.http",
+    "LangChainAdapter": "adapters.langchain",
 }
 
 __all__ = ["conversation", "document_fixture", "__version__", *_LAZY]
 
 if TYPE_CHECKING:
     from .adapters.http import HttpAdapter
+    from .adapters.langchain import LangChainAdapter
     from .engine.dialogue import RagAdapter, arun_dialogue, arun_dialogues, run_dialogue
     from .engine.documents import load_documents
     from .engine.judges import Judges

@@ -1,2 +1,2 @@
 """Connectors to the RAG systems under test, outside the method: ``http`` (a bot behind
-an HTTP JSON API)."""
+an HTTP JSON API), ``langchain`` (a Runnable). Each imports its library on first use."""
