@@ -60,6 +60,8 @@ def test_a_clear_regression_fails_the_test_through_its_metric(recorded, monkeypa
     assert {v.metric: v.verdict for v in test.verdicts} == {
         "correctness": "not worse", "forgetfulness": "worse"}
     assert [i.runs for i in test.items] == [3, 3]  # each first run left its band: confirmed
+    # where the bot is weak, merged over the items (from the workers under -n 2)
+    assert test.by_turn["forgetfulness"] == {"2": (1.0, 6)}
     cases = {c.get("name"): c for c in ET.parse(recorded.path / "junit.xml").iter("testcase")}
     assert cases["test_bot"].find("failure") is not None
     assert cases["test_bot[alpha]"].find("failure") is None
