@@ -69,7 +69,8 @@ def test_a_clear_regression_fails_the_test_through_its_metric(recorded, monkeypa
     assert properties["ragdive.verdict.forgetfulness"] == "worse"
     html = (recorded.path / "report.html").read_text()
     assert "Permutation verdict: regressed" in html
-    assert "<td>forgetfulness</td><td>worse</td>" in html
+    assert '<th>forgetfulness</th><td><span class="b worse">worse</span></td>' in html
+    assert "6 dialogues, 12 turns" in html  # confirmation runs counted
 
 
 def test_a_subset_of_documents_is_judged_on_its_own(recorded, monkeypatch) -> None:

@@ -147,10 +147,11 @@ def _usage(items: list[ItemRecord]) -> dict[str, Any]:
         d = item.dialogue
         if d is None:
             continue
-        totals["dialogues"] += 1
-        totals["turns"] += len(d.turns)
-        totals["rejections"] += d.rejection_count
-        for key, value in d.usage.model_dump().items():
+        kept = item.result  # every run's, confirmation runs included (the dialogue is the first)
+        totals["dialogues"] += kept.get("dialogues", 1)
+        totals["turns"] += kept.get("turns", len(d.turns))
+        totals["rejections"] += kept.get("rejections", d.rejection_count)
+        for key, value in (kept.get("usage") or d.usage.model_dump()).items():
             totals[key] += value
     return totals
 

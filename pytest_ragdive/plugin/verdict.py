@@ -195,7 +195,8 @@ def decide(baseline: Mapping[str, Scores], candidate: Mapping[str, Scores], *,
         elif looks_worse:
             verdict = "inconclusive"
             reason = (f"{change}, p = {_fmt(p)} > Holm threshold {_fmt(step[metric])}: "
-                      "draw more candidate runs with new seeds to decide")
+                      "more documents or runs would decide (ragdive_confirm_runs, "
+                      "baseline runs)")
         else:
             verdict = "not worse"
             reason = f"{change}, p = {_fmt(p)}"
