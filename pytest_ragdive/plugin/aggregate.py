@@ -92,6 +92,27 @@ def _band(ran: list[dict[str, Any]]) -> dict[str, Any]:
     return bands.band(values, {**ran[0]["produced_by"], "documents": len(ran)})
 
 
+def complete_updates(
+    chosen: Mapping[str, list[str]],
+    results: Mapping[str, dict[str, Any]],
+    aggregate_bands: dict[Path, dict[str, Any]],
+) -> tuple[dict[Path, dict[str, Any]], list[str]]:
+    """The bands an update writes: all of a test function's, or none when one of its chosen
+    items could not be recorded (a half-updated test would be judged against a mix); and a
+    note for each test left as it was."""
+    out = dict(aggregate_bands)  # only made when every item of the test was recorded
+    notes = []
+    for function, nodeids in chosen.items():
+        records = [results.get(n) for n in nodeids]
+        failed = [n for n, r in zip(nodeids, records) if not r or r["status"] != "recorded"]
+        if failed:
+            notes.append(f"{function}: no band written, because {', '.join(failed)} could "
+                         f"not be recorded; fix it and run --ragdive-update again")
+            continue
+        out.update({Path(r["file"]): r["band"] for r in records if r})
+    return out, notes
+
+
 def unused_files(scopes: Mapping[str, list[str] | None], expected: set[str]) -> list[str]:
     """Band files in the baseline folders of collected modules that no test owns.
     ``scopes`` maps a folder to the test functions collected from it (None: all)."""

@@ -20,7 +20,7 @@ from .fixtures import (
     ragdive_document,
     ragdive_judges,
 )
-from .marker import MARKER, check_options
+from .marker import MARKER, check_options, marker_documents, register_ini_documents
 from .options import add_options
 from .session import STATE, RagdiveSession
 
@@ -42,7 +42,9 @@ def pytest_configure(config: pytest.Config) -> None:
         f"item per document and checked against its baseline band",
     )
     config.stash[STATE] = session = RagdiveSession(config)
-    session.register_ini_documents()
+    documents = session.options.ini.get("documents")
+    if documents:
+        register_ini_documents(config, documents)
     config.pluginmanager.register(SessionHooks(session), "ragdive-session")
 
 
@@ -82,7 +84,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         raise pytest.UsageError(str(exc)) from None
     documents = marker.kwargs.get("documents")
     if documents is not None:
-        docs = metafunc.config.stash[STATE].marker_documents(documents, metafunc.definition.path)
+        docs = marker_documents(documents, metafunc.definition.path)
         metafunc.parametrize("ragdive_document", docs, ids=[d.id for d in docs])
 
 

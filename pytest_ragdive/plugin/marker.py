@@ -74,3 +74,35 @@ def document_fixture(
         return request.param
 
     return _fixture
+
+
+def register_ini_documents(config: pytest.Config, source: str) -> None:
+    """Make ini ``ragdive_documents`` the default ``ragdive_document`` fixture."""
+    import types
+
+    try:
+        docs = _load(source, config.rootpath)
+    except (OSError, ValueError) as exc:
+        raise pytest.UsageError(f"ini ragdive_documents: {exc}") from None
+    module = types.ModuleType("pytest_ragdive_ini_documents")
+    module.ragdive_document = document_fixture(docs)  # type: ignore[attr-defined]
+    config.pluginmanager.register(module, "ragdive-ini-documents")
+
+
+def marker_documents(source: Any, test_path: Path) -> list[Document]:
+    """The documents of ``ragdive.conversation(documents=...)``: a path relative to the test
+    module, or a list of Documents."""
+    try:
+        if isinstance(source, (str, Path)):
+            return _load(source, test_path.parent)
+        from ..engine.documents import check_unique
+
+        return check_unique(source)
+    except (OSError, ValueError) as exc:
+        raise pytest.UsageError(f"ragdive.conversation(documents=...): {exc}") from None
+
+
+def _load(source: str | Path, root: Path) -> list[Document]:
+    from ..engine.documents import load_documents
+
+    return load_documents(source, root=root)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import os
-import types
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timezone
 from pathlib import Path
@@ -91,33 +90,6 @@ class RagdiveSession:
                 f"writable folder), and record mode {self.options.get('record_mode')!r} records "
                 f"there. Make it writable, choose another folder with --ragdive-cache-dir, or "
                 f"replay only with --ragdive-record-mode=none.")
-
-    # -- documents ----------------------------------------------------------------
-
-    def register_ini_documents(self) -> None:
-        """Make ini ``ragdive_documents`` the default ``ragdive_document`` fixture."""
-        source = self.options.ini.get("documents")
-        if not source:
-            return
-        from .marker import document_fixture
-
-        try:
-            docs = _load(source, self.config.rootpath)
-        except (OSError, ValueError) as exc:
-            raise pytest.UsageError(f"ini ragdive_documents: {exc}") from None
-        module = types.ModuleType("pytest_ragdive_ini_documents")
-        module.ragdive_document = document_fixture(docs)  # type: ignore[attr-defined]
-        self.config.pluginmanager.register(module, "ragdive-ini-documents")
-
-    def marker_documents(self, source: Any, test_path: Path) -> list[Document]:
-        try:
-            if isinstance(source, (str, Path)):
-                return _load(source, test_path.parent)
-            from ..engine.documents import check_unique
-
-            return check_unique(source)
-        except (OSError, ValueError) as exc:
-            raise pytest.UsageError(f"ragdive.conversation(documents=...): {exc}") from None
 
     # -- collection ---------------------------------------------------------------
 
@@ -344,26 +316,13 @@ class RagdiveSession:
                                "cache keeps the calls made, so running it again is quicker)")
                 self.unused = []
                 return True
-            bands.write_all(self._complete_updates(aggregate_bands))
+            docs, notes = aggregate.complete_updates(self.chosen, self.results, aggregate_bands)
+            self.notes.update(notes)
+            bands.write_all(docs)
             for path in self.unused:
                 Path(path).unlink(missing_ok=True)
         self._write_reports()
         return False
-
-    def _complete_updates(self, aggregate_bands: dict[Path, dict[str, Any]]
-                          ) -> dict[Path, dict[str, Any]]:
-        """The bands to write: all of a test function's, or none when one of its chosen
-        items could not be recorded (a half-updated test would be judged against a mix)."""
-        out = dict(aggregate_bands)  # only made when every item of the test was recorded
-        for function, nodeids in self.chosen.items():
-            records = [self.results.get(n) for n in nodeids]
-            failed = [n for n, r in zip(nodeids, records) if not r or r["status"] != "recorded"]
-            if failed:
-                self.notes.add(f"{function}: no band written, because {', '.join(failed)} "
-                               f"could not be recorded; fix it and run --ragdive-update again")
-                continue
-            out.update({Path(r["file"]): r["band"] for r in records if r})
-        return out
 
     def _write_reports(self) -> None:
         html, json_path = self.options.get("report"), self.options.get("json")
@@ -396,9 +355,3 @@ class RagdiveSession:
     def close(self) -> None:
         if self._runner is not None:
             self._runner.close()
-
-
-def _load(source: str | Path, root: Path) -> list[Document]:
-    from ..engine.documents import load_documents
-
-    return load_documents(source, root=root)
