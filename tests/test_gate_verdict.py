@@ -127,3 +127,47 @@ def test_where_the_bot_is_weak_is_named_per_turn(project, monkeypatch) -> None:
     assert by_turn == {"2": (0.0, 6), "3": (1.0, 6)}  # 2 documents x 3 runs (confirmed)
     assert set(test.by_type["correctness"]) == {"initial", "follow_up"}
     assert "Where the bot is weak" in (project.path / "report.html").read_text()
+
+
+GARBLING_BOT = '''
+import itertools
+_dialogues = itertools.count(1)
+
+class Session:
+    def __init__(self, n):
+        self.n = n
+
+    def answer(self, question, history):
+        memory = "(no memory)" if history else "(fresh start)"
+        garbled = " (garble)" if self.n == 3 else ""  # the third dialogue held: a confirmation
+        return ragdive.RagAnswer(answer=f"{question} -> fact {memory}{garbled}",
+                                 contexts=["a fact"])
+
+class Bot:
+    def start(self):
+        return Session(next(_dialogues))
+
+    def answer(self, question, history):
+        raise AssertionError("answered through start()")
+
+def judged(messages):
+    prompt = messages[-1]["content"]
+    if "(garble)" in prompt and "Reference answer" in prompt:
+        return "maybe"  # the correctness judge cannot read that reply: not a verdict
+    return yes(messages)
+
+JUDGE = scripted({"YesNo": judged}, name="judge")
+'''
+
+
+def test_a_confirmation_run_a_judge_cannot_score_is_left_out_and_said(recorded) -> None:
+    from conftest import PROJECT_CONFTEST
+
+    recorded.makeconftest(PROJECT_CONFTEST + GARBLING_BOT)
+    result = recorded.runpytest("-m", "ragdive", "-p", "no:xdist")
+    result.assert_outcomes(passed=2, failed=1)  # the items pass; the verdict still decides
+    result.stdout.fnmatch_lines([
+        "    not scored, left out of the verdict: test_bot.py::test_bot[[]*[]]",
+        "      run ?: correctness: * could not be scored*answered a yes/no question with "
+        "'maybe'*",
+        "FAILED: test_bot.py::test_bot: worse than its baseline*"])

@@ -44,6 +44,11 @@ def write_summary(
                              if r.get("function") == row["function"]))
         if spot:
             reporter.write_line(f"    where the bot is weak: {spot}")
+        for nodeid, record in sorted(results.items()):
+            if record.get("function") == row["function"] and record.get("unscored"):
+                reporter.write_line(f"    not scored, left out of the verdict: {nodeid}")
+                for line in record["unscored"]:
+                    reporter.write_line(f"      {line[:300]}")
         for nodeid, problems in sorted(row.get("left_band", {}).items()):
             reporter.write_line(f"    outside its band (shown, not failed): {nodeid}")
             for problem in problems:
