@@ -28,13 +28,13 @@ EXAMPLE = Path(__file__).resolve().parents[1] / "example_project"
 #: every variant's sessions share one response cache: at one seed, their first turns are the
 #: same requests
 CACHE = ".ragdive/unseen"
-SEEDS = (100,)
-#: variant -> (environment of the bot, seeds)
+#: variant -> (environment of the bot, the seeds recorded in CACHE; a check at seed N also
+#: holds N+1 and N+2 where it drew confirmation runs, so recorded seeds are 10 apart)
 VARIANTS: dict[str, tuple[dict[str, str], tuple[int, ...]]] = {
-    "accepted": ({}, SEEDS),
-    "history none": ({"RAGBOT_HISTORY": "none"}, SEEDS),
-    "history first": ({"RAGBOT_HISTORY": "first"}, SEEDS[:3]),
-    "top_k 1": ({"RAGBOT_TOP_K": "1"}, SEEDS[:3]),
+    "accepted": ({}, (100, 110)),
+    "history none": ({"RAGBOT_HISTORY": "none"}, (100, 110)),
+    "history first": ({"RAGBOT_HISTORY": "first"}, (100, 110)),
+    "top_k 1": ({"RAGBOT_TOP_K": "1"}, (100,)),
 }
 
 

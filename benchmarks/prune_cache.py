@@ -6,7 +6,7 @@
 
 After a re-recording, a cache folder keeps the entries of calls that are no longer made
 (another prompt, a check that is no longer asked). This replays, in process, the example's
-check at the baseline's seed (``.ragdive/cache``) and every session of ``gate.py``
+update and check at the baseline's seeds (``.ragdive/cache``) and every session of ``gate.py``
 (``.ragdive/unseen``) under both rules, notes every entry read, and removes the others.
 """
 
@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
         return reply
 
     ResponseCache.load = noting  # type: ignore[method-assign]
-    sessions = [({}, ".ragdive/cache", 0, "permutation")]
+    sessions = [({}, ".ragdive/cache", 0, "update"), ({}, ".ragdive/cache", 0, "permutation")]
     sessions += [(env, CACHE, seed, rule) for env, seeds in VARIANTS.values() for seed in seeds
                  for rule in ("permutation", "band")]
     os.chdir(EXAMPLE)
@@ -48,15 +48,17 @@ def main(argv: list[str] | None = None) -> int:
         saved = {k: os.environ.get(k) for k in env}
         os.environ.update(env)
         try:
+            rule_args = (["--ragdive-update"] if rule == "update"
+                         else [f"--ragdive-verdict={rule}"])
             pytest.main(["-m", "ragdive", "-q", "-p", "no:xdist", "--ragdive-record-mode=none",
-                         f"--ragdive-cache-dir={cache}", f"--ragdive-seed={seed}",
-                         f"--ragdive-verdict={rule}"])
+                         f"--ragdive-cache-dir={cache}", f"--ragdive-seed={seed}", *rule_args])
         finally:
             for k, v in saved.items():
                 os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
     unread = [p for folder in (".ragdive/cache", CACHE)
               for p in sorted((EXAMPLE / folder).rglob("*.json")) if p.resolve() not in read]
-    print(f"\n{len(read)} entries read, {len(unread)} not read")
+    by_folder = {f: sum(1 for p in unread if f in str(p)) for f in (".ragdive/cache", CACHE)}
+    print(f"\n{len(read)} entries read, {len(unread)} not read {by_folder}")
     for path in unread:
         if args.delete:
             path.unlink()

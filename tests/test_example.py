@@ -25,6 +25,10 @@ SESSIONS = [
     pytest.param({"RAGBOT_HISTORY": "none"}, 100, "inconclusive", "forgetfulness",
                  id="history-none-100"),
     pytest.param({"RAGBOT_HISTORY": "first"}, 100, "passed", None, id="history-first-100"),
+    pytest.param({}, 110, "inconclusive", "correctness", id="accepted-110"),
+    pytest.param({"RAGBOT_HISTORY": "none"}, 110, "inconclusive", "forgetfulness",
+                 id="history-none-110"),
+    pytest.param({"RAGBOT_HISTORY": "first"}, 110, "passed", None, id="history-first-110"),
     pytest.param({"RAGBOT_TOP_K": "1"}, 100, "regressed", "correctness", id="top-k-1-100"),
 ]
 
