@@ -2,11 +2,12 @@
 
     python benchmarks/generated_turns.py                       # the bands' runs
     RAGBOT_HISTORY=none python benchmarks/generated_turns.py \
-        --cache .ragdive/history-none --seeds 100
+        --cache .ragdive/unseen --seeds 100
 
 Replays the example suite's dialogues from a response cache (no model call: a miss is an
-error) and counts, over the follow-up turns that were used: how many do not repeat the
-conversation's subject, how many depend on the conversation (the message leaves out a word its
+error) and counts, over the follow-up turns that were used: how many pass the exact check
+(a question that repeats none of the conversation's subject), how many depend on the
+conversation (the message leaves out a word its
 stand-alone question names that the conversation said), how many ask again what was asked,
 how many answer keys match a quoted sentence of the document with every figure, and how many
 turns were used without the validator model's approval (``validation = once``).
@@ -19,7 +20,7 @@ import sys
 from pathlib import Path
 
 import pytest_ragdive as ragdive
-from pytest_ragdive.engine import checks
+from pytest_ragdive.engine import checks, follow_ups
 from pytest_ragdive.engine.dialogue import run_blocking
 from pytest_ragdive.llm.cache import ResponseCache
 from pytest_ragdive.llm.client import LLMClient
@@ -44,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
             client=client, turns=3, role="precise", validation="once", max_regenerations=4,
             seed=seed))
     ]
-    follow_ups = leaning = depends = repeated = 0
+    n_follow_ups = leaning = depends = repeated = 0
     keys = supported = unchecked = attempts = 0
     for dialogue in dialogues:
         if dialogue.errors.get("dialogue"):
@@ -56,27 +57,20 @@ def main(argv: list[str] | None = None) -> int:
             supported += checks.unsupported_key(turn.generated, doc.text) is None
             attempts += 1 + len(turn.rejections)
             if earlier:
-                follow_ups += 1
-                leaning += checks.refers_back(
-                    turn.generated.rag_input,
-                    [q for t in earlier for q in (t.generated.rag_input,
-                                                  t.generated.standalone_question)],
-                    [x for t in earlier for x in (t.generated.ground_truth, t.answer.answer)],
-                ) is None
-                # what the stand-alone question names and the message leaves to the conversation
-                said = {w for t in earlier for text in (t.generated.rag_input, t.answer.answer)
-                        for w in checks.content_words(text)}
-                omitted = (set(checks.content_words(turn.generated.standalone_question))
-                           - set(checks.content_words(turn.generated.rag_input)))
-                depends += bool(omitted & said)
+                n_follow_ups += 1
+                said = follow_ups.said_before(earlier)
+                leaning += follow_ups.leans_back(turn.generated, earlier) is None
+                depends += follow_ups.depends_on_conversation(
+                    turn.generated.rag_input, turn.generated.standalone_question, said)
                 repeated += checks.repeated_question(
                     turn.generated, [t.generated for t in earlier]) is not None
                 unchecked += not turn.validated
     print(f"{len(dialogues)} dialogues, {keys} turns, {attempts} generator attempts")
-    print(f"follow-up turns not repeating the conversation's subject: {leaning} of {follow_ups}")
+    print(f"follow-up turns passing the exact check (a question, leaning back): "
+          f"{leaning} of {n_follow_ups}")
     print(f"follow-up turns whose message leaves out something its stand-alone question names "
-          f"and the conversation said: {depends} of {follow_ups}")
-    print(f"follow-up turns asking again: {repeated} of {follow_ups}")
+          f"and the conversation said: {depends} of {n_follow_ups}")
+    print(f"follow-up turns asking again: {repeated} of {n_follow_ups}")
     print(f"answer keys matching a quoted sentence with every figure: {supported} of {keys}")
     print(f"follow-up turns used without the validator model's approval: {unchecked}")
     for dialogue in dialogues:

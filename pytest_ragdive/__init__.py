@@ -41,6 +41,7 @@ _LAZY = {
     "run_dialogue": "engine.dialogue",
     "HttpAdapter": "adapters.http",
     "LangChainAdapter": "adapters.langchain",
+    "LlamaIndexAdapter": "adapters.llamaindex",
 }
 
 __all__ = ["conversation", "document_fixture", "__version__", *_LAZY]
@@ -48,6 +49,7 @@ __all__ = ["conversation", "document_fixture", "__version__", *_LAZY]
 if TYPE_CHECKING:
     from .adapters.http import HttpAdapter
     from .adapters.langchain import LangChainAdapter
+    from .adapters.llamaindex import LlamaIndexAdapter
     from .engine.dialogue import RagAdapter, arun_dialogue, arun_dialogues, run_dialogue
     from .engine.documents import load_documents
     from .engine.judges import Judges

@@ -106,9 +106,14 @@ TALL = {"question": "How tall is the Alder Tower?", "evidence": "The Alder Tower
 
 def test_turn_failing_an_exact_check_is_regenerated_with_the_reason(tmp_path: Path) -> None:
     def next_question(messages: list[dict]) -> dict:
-        retry = "rejected your previous attempt" in messages[-1]["content"]
-        return {"standalone_question": "When did the Alder Tower open?",
-                "rag_input": "When did it open?" if retry else "When did the Alder Tower open?",
+        if "rejected your previous attempt" in messages[-1]["content"]:
+            return {"standalone_question": "When did the Alder Tower open?",
+                    "rag_input": "When did the Alder Tower open?",
+                    "evidence": "It opened in 1931.", "ground_truth": "In 1931.",
+                    "question_type": "follow_up"}
+        # a question about something the conversation never mentioned
+        return {"standalone_question": "Who designed the harbour bridge?",
+                "rag_input": "Who designed the harbour bridge?",
                 "evidence": "It opened in 1931.", "ground_truth": "In 1931.",
                 "question_type": "follow_up"}
 
@@ -117,10 +122,12 @@ def test_turn_failing_an_exact_check_is_regenerated_with_the_reason(tmp_path: Pa
     assert dialogue.errors == {}
     rejected = dialogue.turns[1].rejections
     assert [r.verdict.categories for r in rejected] == [["rag_input_not_connected"]]
-    assert 'repeats "alder tower"' in rejected[0].verdict.feedback
+    assert "can be understood without the conversation" in rejected[0].verdict.feedback
+    # the model repeated the subject; the message refers to it instead
     assert dialogue.turns[1].generated.rag_input == "When did it open?"
+    assert dialogue.turns[1].generated.standalone_question == "When did the Alder Tower open?"
     prompts = [m[-1]["content"] for s, m in calls(model) if s == "NextQuestion"]
-    assert len(prompts) == 2 and 'repeats "alder tower"' in prompts[1]
+    assert len(prompts) == 2 and "can be understood without the conversation" in prompts[1]
 
 
 def test_invented_answer_key_and_repeated_question_are_rejected(tmp_path: Path) -> None:
@@ -195,9 +202,9 @@ def test_validation_once_judges_one_attempt_and_takes_the_next_that_passes_exact
 
 
 def test_validation_once_still_applies_the_exact_checks(tmp_path: Path) -> None:
-    def next_question(messages: list[dict]) -> dict:  # never refers back
-        return {"standalone_question": "When did the Alder Tower open?",
-                "rag_input": "When did the Alder Tower open?", "evidence": "It opened in 1931.",
+    def next_question(messages: list[dict]) -> dict:  # never about the conversation
+        return {"standalone_question": "Who designed the harbour bridge?",
+                "rag_input": "Who designed the harbour bridge?", "evidence": "It opened in 1931.",
                 "ground_truth": "In 1931.", "question_type": "follow_up"}
 
     model = scripted({"FirstQuestion": lambda m: TALL, "NextQuestion": next_question,
@@ -209,7 +216,7 @@ def test_validation_once_still_applies_the_exact_checks(tmp_path: Path) -> None:
     second = dialogue.turns[1]
     assert not second.validated and len(second.rejections) == 3
     assert all(r.verdict.categories == ["rag_input_not_connected"] for r in second.rejections)
-    assert 'repeats "alder tower"' in second.rejections[0].verdict.feedback
+    assert "without the conversation" in second.rejections[0].verdict.feedback
     # an invented answer key is never taken
     invented = scripted({"FirstQuestion": lambda m: {**TALL, "ground_truth": "150 m."}})
     failed = run(invented, Bot(), tmp_path, turns=1, validation="once", max_regenerations=1)

@@ -11,7 +11,8 @@ from pytest_ragdive.engine.dialogue import run_blocking
 from pytest_ragdive.llm.cache import ResponseCache
 from pytest_ragdive.llm.client import LLMClient
 from pytest_ragdive.llm.errors import ModelError
-from pytest_ragdive.llm.scripted import calls, http_error, max_in_flight, scripted
+from pytest_ragdive.llm.scripted import calls, max_in_flight, scripted
+from pytest_ragdive.llm.scripted_errors import http_error
 from pytest_ragdive.llm.usage import Usage, usage_scope
 
 

@@ -23,8 +23,8 @@ from pytest_ragdive.engine.dialogue import run_blocking
 from pytest_ragdive.llm import embedded
 from pytest_ragdive.llm.cache import ResponseCache
 from pytest_ragdive.llm.client import LLMClient
+from pytest_ragdive.llm.embedded.server import embedded_server
 from pytest_ragdive.llm.model import Model
-from pytest_ragdive.llm.scripted import embedded_server
 
 SERVER_MODULES = ("llama_cpp", "fastapi", "uvicorn", "sse_starlette", "starlette_context",
                   "pydantic_settings")

@@ -21,7 +21,8 @@ from pytest_ragdive.llm.cache import ResponseCache
 from pytest_ragdive.llm.client import LLMClient
 from pytest_ragdive.llm.errors import ModelError
 from pytest_ragdive.llm.model import Model
-from pytest_ragdive.llm.scripted import forms, http_error, scripted
+from pytest_ragdive.llm.scripted import forms, scripted
+from pytest_ragdive.llm.scripted_errors import http_error
 from pytest_ragdive.llm.secrets import mask
 from pytest_ragdive.llm.structured import INSTRUCTOR_MODES, MODES, reshape, schema_text
 

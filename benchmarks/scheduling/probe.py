@@ -6,6 +6,7 @@ own (``bench.py --probe``), so that its imports and patches stay out of the benc
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 import shutil
@@ -30,6 +31,7 @@ def probe(turns: int, contexts: int, model_latency: float, adapter_latency: floa
 
     from pytest_ragdive.llm import scripted as testing
     from pytest_ragdive.llm.cache import ResponseCache
+    from pytest_ragdive.llm.cached_calls import CachedCalls
     from pytest_ragdive.llm.client import LLMClient
     from pytest_ragdive.llm.library import import_litellm
 
@@ -62,18 +64,20 @@ def probe(turns: int, contexts: int, model_latency: float, adapter_latency: floa
 
     testing._reply = stamped_reply  # type: ignore[assignment]
 
-    # how long each model call holds its slot of the concurrency limit
+    # how long each model call holds its place among the calls in flight
     holds: list[float] = []
-    call = LLMClient._call
+    slot = CachedCalls._slot
 
-    async def timed_call(self: Any, request: Any, model: Any) -> Any:
-        begin = asyncio.get_running_loop().time()
-        try:
-            return await call(self, request, model)
-        finally:
-            holds.append(asyncio.get_running_loop().time() - begin)
+    @contextlib.asynccontextmanager
+    async def timed_slot(self: Any, model: Any) -> Any:
+        async with slot(self, model):
+            begin = asyncio.get_running_loop().time()
+            try:
+                yield
+            finally:
+                holds.append(asyncio.get_running_loop().time() - begin)
 
-    LLMClient._call = timed_call  # type: ignore[method-assign]
+    CachedCalls._slot = timed_slot  # type: ignore[method-assign]
     tmp = Path(tempfile.mkdtemp(prefix="ragdive-probe-"))
     docs = space["make_documents"](documents + 2)
 

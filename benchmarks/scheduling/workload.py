@@ -15,7 +15,7 @@ import asyncio
 import re
 
 import pytest_ragdive as ragdive
-from pytest_ragdive.llm.scripted import ORDINALS, first_sentence
+from pytest_ragdive.llm.scripted_replies import ORDINALS, first_sentence
 
 _TAG = re.compile(r"\\[(doc-\\d+)\\]")
 _TURN = re.compile(r"Write turn (\\d+)")

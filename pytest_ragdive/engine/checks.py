@@ -1,9 +1,9 @@
 """Exact checks of a generated turn, run before any model judges it.
 
 Each check returns None when the turn passes, else the reason, phrased as feedback the
-generator can act on. They are cheap and they do not guess: a follow-up that repeats the
-subject of earlier turns, asks again what was asked, quotes evidence that is not in the
-document, or names "the document" is rejected whatever a model would say.
+generator can act on. They are cheap and they do not guess: a follow-up that asks again what
+was asked, quotes evidence that is not in the document, or names "the document" is rejected
+whatever a model would say (whether it leans on the conversation: :mod:`.follow_ups`).
 """
 
 from __future__ import annotations
@@ -56,16 +56,6 @@ def repeated_subject(rag_input: str, questions: Sequence[str], answers: Sequence
         shared = names & set(content_words(text))
         if shared:
             return sorted(shared)[0]
-    return None
-
-
-def refers_back(rag_input: str, questions: Sequence[str], answers: Sequence[str] = ()) -> str | None:
-    """None when a follow-up leaves its subject to the conversation (a pronoun, or just
-    not naming it again); else what to fix."""
-    phrase = repeated_subject(rag_input, questions, answers)
-    if phrase:
-        return (f'rag_input repeats "{phrase}" from earlier turns; refer to it the way people '
-                f'do in a chat ("it", "they", "that one") or leave it out')
     return None
 
 

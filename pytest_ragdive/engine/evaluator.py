@@ -20,6 +20,7 @@ from ..llm.client import LLMClient
 from ..llm.errors import ModelError, ReplyError
 from ..llm.library import freeze_imports, import_litellm
 from ..llm.model import Model
+from ..llm.stand_in import stand_in
 from .metrics import MULTI_TURN_METRICS
 from .models import Dialogue, Judgement, Turn
 from .templates import history_view, render
@@ -214,7 +215,7 @@ class RagasMetrics:
             model.name,
             provider="litellm",
             adapter="litellm",
-            client=instructor.from_litellm(client.stand_in(model), mode=instructor.Mode.JSON),
+            client=instructor.from_litellm(stand_in(client, model), mode=instructor.Mode.JSON),
             temperature=0.0,
             seed=0,
         )

@@ -8,6 +8,8 @@ from pydantic import BaseModel
 
 from ..llm.client import LLMClient
 from ..llm.model import Model
+from .facts import next_fact
+from .follow_ups import chat_message, said_before
 from .models import Document, GeneratedTurn, Turn
 from .templates import history_view, render, role_description
 
@@ -20,16 +22,24 @@ class FirstQuestion(BaseModel):
     ground_truth: str
 
 
-class NextQuestion(BaseModel):
-    """What the generator writes for later turns. The self-contained question comes
-    first and the short follow-up form second: writing the full question and then
-    shortening it is what keeps small models from repeating the subject. The evidence
-    (a sentence copied from the document) comes before the answer key it supports."""
+class OpenerKey(BaseModel):
+    """What the generator writes for turn 1 when a real user's first message is given: its
+    self-contained form and the answer key, both empty when the document does not answer."""
 
     standalone_question: str
-    rag_input: str
     evidence: str
     ground_truth: str
+
+
+class NextQuestion(BaseModel):
+    """What the generator writes for later turns, about the fact it is given, in the order
+    a small model writes them best: the fact's answer first (a question written first
+    drifts back to the questions asked before), then the self-contained question, then
+    the short follow-up form."""
+
+    ground_truth: str
+    standalone_question: str
+    rag_input: str
     question_type: Literal["follow_up", "clarification", "correction", "comparative"]
 
 
@@ -43,21 +53,37 @@ async def generate_turn(
     feedback: str = "",
     temperature: float,
     seed: int,
+    opener: str | None = None,
 ) -> GeneratedTurn:
     """The next turn about ``document`` given the accepted ``history``.
 
     ``feedback`` is the validator's reason for rejecting the previous attempt at this
-    turn; the rejected attempt itself is not shown, which keeps prompts short.
+    turn; the rejected attempt itself is not shown, which keeps prompts short. ``opener``, a
+    real user's first message, is turn 1's message as it is (:mod:`.openers`). A follow-up
+    asks about the fact :func:`~.facts.next_fact` chooses (``seed`` differs per attempt),
+    and its message is the model's when it leans on the conversation, else its stand-alone
+    question made to refer back (:mod:`~pytest_ragdive.engine.follow_ups`).
     """
+    fact = next_fact(document, history, seed) if history else ""
     prompt = render(
         "generator",
         role=role_description(role),
         document=document.text,
         history=history_view(history),
+        asked=[t.generated.standalone_question for t in history],
+        fact=fact,
+        opener=opener if not history else None,
         index=len(history) + 1,
         feedback=feedback,
     )
     messages = [{"role": "user", "content": prompt}]
+    if not history and opener is not None:
+        key = await client.structured(model, messages, OpenerKey, temperature=temperature,
+                                      seed=seed)
+        return GeneratedTurn(rag_input=opener,
+                             standalone_question=key.standalone_question or opener,
+                             ground_truth=key.ground_truth, question_type="initial",
+                             evidence=key.evidence)
     if not history:
         first = await client.structured(
             model, messages, FirstQuestion, temperature=temperature, seed=seed
@@ -70,4 +96,6 @@ async def generate_turn(
             evidence=first.evidence,
         )
     nxt = await client.structured(model, messages, NextQuestion, temperature=temperature, seed=seed)
-    return GeneratedTurn(**nxt.model_dump())
+    message = chat_message(nxt.rag_input, nxt.standalone_question, said_before(history),
+                           said_before(history[-1:]))
+    return GeneratedTurn(**{**nxt.model_dump(), "rag_input": message, "evidence": fact})

@@ -93,6 +93,11 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
     Setting("documents", str, "", "the source documents: a file, folder or glob (relative to "
             "the rootdir in the ini file, to the test module in the marker)", (MARKER, INI),
             form="a path or glob (the marker also takes a list of Documents)"),
+    Setting("openers", str, "", "a JSONL file of real users' first messages, one "
+            '{"message": ..., "document": <id>} per line (the document optional): each dialogue '
+            "starts from one of its document's, drawn by seed, else from one naming no document "
+            "(relative to the rootdir in the ini file, to the test module in the marker)",
+            (MARKER, INI), form="a path to a .jsonl file"),
     Setting("verdict", str, "permutation", "what fails the session: permutation (per test "
             "function and metric, a stratified permutation test of the candidate's runs "
             "against the baseline's, Holm over the metrics at ragdive_alpha; a band left by one "

@@ -13,7 +13,7 @@ import asyncio
 
 from ..llm.client import LLMClient
 from ..llm.model import Model
-from . import checks
+from . import checks, follow_ups
 from .metrics import AT_CHANCE
 from .models import Document, GeneratedTurn, RejectionCategory, Turn, Verdict
 from .templates import history_view, render
@@ -74,11 +74,7 @@ def exact_verdict(candidate: GeneratedTurn, document: Document, history: list[Tu
         "reads_naturally": checks.mentions_source(candidate),
     }
     if history:
-        found["refers_back"] = checks.refers_back(
-            candidate.rag_input,
-            [q for t in earlier for q in (t.rag_input, t.standalone_question)],
-            [text for t in history for text in (t.generated.ground_truth, t.answer.answer)],
-        )
+        found["refers_back"] = follow_ups.leans_back(candidate, history)
         found["not_repeated"] = checks.repeated_question(candidate, earlier)
     return _verdict({check: reason for check, reason in found.items() if reason})
 

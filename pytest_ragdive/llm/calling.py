@@ -91,6 +91,3 @@ def _reply(response: Any, litellm: Any) -> dict[str, Any]:
         "completion_tokens": int(getattr(usage, "completion_tokens", 0) or 0),
         "cost": cost,
     }
-
-
-# ----------------------------------------------------------------------------- errors

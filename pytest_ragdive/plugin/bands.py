@@ -116,9 +116,9 @@ def stale_reason(doc: dict[str, Any], produced_by: dict[str, Any]) -> str | None
     """Why a band recorded for other settings cannot judge this run, if it can't."""
     old = doc["produced_by"]
     changed = [
-        f"{key}: {old.get(key)!r} -> {produced_by[key]!r}"
-        for key in ("turns", "role", "metrics", "judges")
-        if old.get(key) != produced_by[key]
+        f"{key}: {old.get(key)!r} -> {produced_by.get(key)!r}"
+        for key in ("turns", "role", "metrics", "judges", "openers")
+        if old.get(key) != produced_by.get(key)
     ]
     return "; ".join(changed) or None
 

@@ -10,7 +10,7 @@ import pytest
 from .session import STATE
 
 if TYPE_CHECKING:
-    from ..engine.dialogue import RagAdapter
+    from ..engine.asking import RagAdapter
     from ..engine.judges import Judges
     from ..engine.models import Dialogue, Document
     from ..llm.client import LLMClient

@@ -5,6 +5,7 @@ it is kept as the place to look, and the test function's verdict decides (``deci
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -77,9 +78,15 @@ def check_dialogue(
 
 
 def produced_by(settings: ItemSettings, judges: dict[str, str]) -> dict[str, Any]:
-    """What a band must have been recorded with to judge an item of these settings."""
-    return {"turns": settings.turns, "role": settings.role, "metrics": list(settings.metrics),
-            "judges": judges}
+    """What a band must have been recorded with to judge an item of these settings (the
+    openers, where there are any, by their number and digest)."""
+    produced: dict[str, Any] = {"turns": settings.turns, "role": settings.role,
+                                "metrics": list(settings.metrics), "judges": judges}
+    if settings.openers:
+        digest = hashlib.sha256("\n".join(
+            f"{o.document or ''}\t{o.message}" for o in settings.openers).encode()).hexdigest()
+        produced["openers"] = f"{len(settings.openers)} messages, sha256 {digest[:12]}"
+    return produced
 
 
 def leaves_band(path: Path, produced: dict[str, Any], scores: dict[str, float],

@@ -106,7 +106,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 @pytest.hookimpl(tryfirst=True)  # returns nothing, so pytest's own setup still runs
 def pytest_fixture_setup(fixturedef: pytest.FixtureDef[Any], request: pytest.FixtureRequest) -> None:
     if fixturedef.argname in ("ragdive_adapter", "ragdive_judges"):
-        request.config.stash[STATE].fixture_scope(fixturedef.argname, fixturedef.scope)
+        request.config.stash[STATE].runs.fixture_scope(fixturedef.argname, fixturedef.scope)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -125,7 +125,7 @@ def pytest_runtestloop(session: pytest.Session) -> Generator[None, Any, Any]:
     result = yield
     # on the xdist controller too: its loop ends once every worker's results are merged
     state = session.config.stash[STATE]
-    if state.all_items and not hasattr(session.config, "workerinput") and not (
+    if state.collection.all_items and not hasattr(session.config, "workerinput") and not (
             session.shouldstop or session.shouldfail):
         from .decision import log
 

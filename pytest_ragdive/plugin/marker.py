@@ -61,13 +61,18 @@ def document_fixture(
     """
     from ..engine.documents import check_unique, load_documents
 
-    if isinstance(source, (str, Path)):
-        import inspect
+    __tracebackhide__ = True  # the user's conftest line and the cause, not our frames
+    try:
+        if isinstance(source, (str, Path)):
+            import inspect
 
-        caller = Path(inspect.stack()[1].filename).parent
-        documents = load_documents(source, root=caller)
-    else:
-        documents = check_unique(source)
+            caller = Path(inspect.stack()[1].filename).parent
+            documents = load_documents(source, root=caller)
+        else:
+            documents = check_unique(source)
+    except (OSError, ValueError) as exc:
+        what = repr(str(source)) if isinstance(source, (str, Path)) else "[...]"
+        raise ValueError(f"ragdive.document_fixture({what}): {exc}") from None
 
     @pytest.fixture(name=name, params=documents, ids=[d.id for d in documents])
     def _fixture(request: pytest.FixtureRequest) -> Document:

@@ -8,11 +8,15 @@ the run with one line naming it instead of erroring every item.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from ..engine.settings import CLI, INI, MARKER, SETTINGS, SettingError, check, default, parse
+
+if TYPE_CHECKING:
+    from ..engine.openers import Opener
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -44,6 +48,7 @@ class ItemSettings:
     runs: int
     confirm_runs: int
     metrics_chosen: bool  # by the marker or the ini file; else the judge may leave some out
+    openers: tuple[Opener, ...] = ()
 
     def judged_by(self, judge: str) -> ItemSettings:
         """These settings for ``judge``: unchosen metrics lose those it measured at chance."""
@@ -82,8 +87,10 @@ class Options:
             return self.cli[name]
         return self.ini.get(name, default(name))
 
-    def for_item(self, marker_kwargs: dict[str, Any], where: str) -> ItemSettings:
-        """An item's settings: command line > marker > ini > default."""
+    def for_item(self, marker_kwargs: dict[str, Any], where: str, *,
+                 module_dir: Path = Path(), rootdir: Path = Path()) -> ItemSettings:
+        """An item's settings: command line > marker > ini > default. Paths in the marker
+        are relative to the test module's folder, in the ini file to the rootdir."""
         def pick(name: str) -> Any:
             if name in self.cli:
                 return self.cli[name]
@@ -101,9 +108,24 @@ class Options:
                                 max_regenerations=pick("max_regenerations"),
                                 validation=pick("validation"),
                                 validator_checks=pick("validator_checks"), runs=pick("runs"),
-                                confirm_runs=pick("confirm_runs"), metrics_chosen=bool(chosen))
+                                confirm_runs=pick("confirm_runs"), metrics_chosen=bool(chosen),
+                                openers=self._openers(marker_kwargs, where, module_dir, rootdir))
         except SettingError as exc:
             raise pytest.UsageError(str(exc)) from None
+
+    def _openers(self, marker_kwargs: dict[str, Any], where: str, module_dir: Path,
+                 rootdir: Path) -> tuple[Opener, ...]:
+        source, root, origin = marker_kwargs.get("openers"), module_dir, where
+        if source is None:
+            source, root, origin = self.ini.get("openers"), rootdir, "ini ragdive_openers"
+        if not source:
+            return ()
+        from ..engine.openers import load_openers
+
+        try:
+            return load_openers(source, root=root)
+        except (OSError, ValueError) as exc:
+            raise pytest.UsageError(f"{origin}: {exc}") from None
 
 
 _PREAMBLE = """\

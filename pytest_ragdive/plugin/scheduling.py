@@ -86,9 +86,12 @@ class Progress:
         self._done: dict[int, int] = {}  # per dialogue: the part of that work done
         self._finished = 0
 
-    def reporter(self, run: int, runs: int, turns: int) -> Callable[[str, int, str], None]:
-        """A dialogue's ``progress`` callback; ``run`` counts from 0."""
-        label = f" (run {run + 1}/{runs})" if runs > 1 else ""
+    def reporter(self, run: int, runs: int, turns: int, *, certain: bool = True
+                 ) -> Callable[[str, int, str], None]:
+        """A dialogue's ``progress`` callback; ``run`` counts from 0. ``runs`` is how many
+        there will be, or when not ``certain`` how many there may be (confirmation runs)."""
+        label = (f" (run {run + 1}/{runs})" if certain else f" (run {run + 1}, up to {runs})"
+                 ) if runs > 1 else ""
         ident = len(self._work)
         self._work.append(turns + 1)
         return lambda document, turn, stage: self._events.put(

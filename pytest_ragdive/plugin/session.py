@@ -1,27 +1,26 @@
-"""What the plugin keeps for one pytest session: the items it collected, their dialogues,
-their verdicts, and the bands an update will write at the end."""
+"""What the plugin keeps for one pytest session: the items it collected (``collection``),
+their dialogues (``runs``), their verdicts, and the bands an update will write at the end."""
 
 from __future__ import annotations
 
-import concurrent.futures
 import os
-from collections.abc import Awaitable, Callable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from .collection import Collection
 from .marker import MARKER, function_key
 from .options import ItemSettings, Options
+from .runs import Runs
 
 if TYPE_CHECKING:
-    from ..engine.dialogue import RagAdapter
+    from ..engine.asking import RagAdapter
     from ..engine.judges import Judges
     from ..engine.models import Dialogue, Document
     from ..llm.client import LLMClient
     from .run_record import Outcome
-    from .scheduling import Progress, Runner
 
 STATE = pytest.StashKey["RagdiveSession"]()
 
@@ -31,24 +30,15 @@ class RagdiveSession:
         self.config = config
         self.options = Options(config)
         self.update = self.options.update
-        self._runner: Runner | None = None
-        self._progress: Progress | None = None
         self._client: LLMClient | None = None
-        self._dialogues: dict[str, tuple[ItemSettings, Judges, list[Dialogue]]] = {}
-        # function key -> node ids; "all" before deselection, "chosen" after
-        self.all_items: dict[str, list[str]] = {}
-        self.chosen: dict[str, list[str]] = {}
-        self.aggregate_files: dict[str, str] = {}
-        self.expected_files: set[str] = set()
-        self.scopes: dict[str, list[str] | None] = {}  # baseline dir -> functions, None = all
+        self.collection = Collection()
         self.results: dict[str, dict[str, Any]] = {}
         self.aggregates: list[dict[str, Any]] = []
         self._aggregate_bands: dict[Path, dict[str, Any]] = {}
         self._judged = False
         self.unused: list[str] = []
         self.notes: set[str] = set()
-        self._items: dict[str, list[pytest.Item]] = {}
-        self._scopes: dict[str, str] = {}
+        self.runs = Runs(config, self.options, self.client, self.notes)
         self.outcomes: dict[str, tuple[Outcome, str]] = {}  # node id -> (outcome, message)
         self.started = datetime.now(timezone.utc)
 
@@ -57,7 +47,8 @@ class RagdiveSession:
     def settings(self, item: pytest.Item) -> ItemSettings:
         marker = item.get_closest_marker(MARKER)
         kwargs = dict(marker.kwargs) if marker else {}
-        return self.options.for_item(kwargs, f"{item.nodeid}: ragdive.conversation")
+        return self.options.for_item(kwargs, f"{item.nodeid}: ragdive.conversation",
+                                     module_dir=item.path.parent, rootdir=self.config.rootpath)
 
     def client(self) -> LLMClient:
         if self._client is None:
@@ -97,130 +88,37 @@ class RagdiveSession:
         marked = [item for item in items if item.get_closest_marker(MARKER) is not None]
         if not marked:
             return
-        from . import bands
-
         self._check_cache_dir()
         partial = {arg.split("::", 1)[0] for arg in self.config.args if "::" in arg}
+        documents: dict[str, tuple[ItemSettings, list[Document | None]]] = {}
         for item in marked:
-            self.settings(item)  # a bad marker option or ini value fails the collection
-            key = function_key(item)
-            self.all_items.setdefault(key, []).append(item.nodeid)
-            path = bands.item_path(item)
-            self.expected_files.add(str(path))
-            self.aggregate_files[key] = str(bands.aggregate_path(item))
-            self.expected_files.add(self.aggregate_files[key])
-            is_partial = any(Path(p).resolve() == item.path.resolve() for p in partial)
-            functions = self.scopes.setdefault(str(path.parent), [] if is_partial else None)
-            if functions is not None:
-                functions.append(path.name.split("[", 1)[0].removesuffix(".json"))
+            settings = self.settings(item)  # a bad option or ini value fails the collection
+            self.collection.add(item, partial)
+            params = getattr(item, "callspec", None)
+            document = params.params.get("ragdive_document") if params else None
+            documents.setdefault(function_key(item), (settings, []))[1].append(document)
+        for function, (settings, docs) in documents.items():
+            known = [d for d in docs if d is not None]
+            if settings.openers and len(known) == len(docs):
+                from ..engine.openers import check_documents
+
+                try:
+                    check_documents(settings.openers, known, function)
+                except ValueError as exc:
+                    raise pytest.UsageError(str(exc)) from None
 
     def selected(self, items: list[pytest.Item]) -> None:
         for item in items:
             if item.get_closest_marker(MARKER) is not None:
-                self.chosen.setdefault(function_key(item), []).append(item.nodeid)
-                self._items.setdefault(function_key(item), []).append(item)
-
-    def fixture_scope(self, name: str, scope: str) -> None:
-        self._scopes[name] = scope
-
-    def _concurrent(self) -> bool:
-        """Whether the items of a test function may hold their dialogues at once: only
-        with shared adapter and judges, and (under xdist) when one worker runs them all."""
-        shared = "function" not in self._scopes.values()
-        dist = getattr(self.config.option, "dist", "no")
-        whole = not hasattr(self.config, "workerinput") or dist in ("loadscope", "loadfile")
-        if not shared:
-            self.notes.add("ragdive_adapter or ragdive_judges is function-scoped: dialogues "
-                           "ran one at a time; give them session scope to run them concurrently")
-        elif not whole:
-            self.notes.add(f"xdist --dist {dist} spreads a test's documents over workers: each "
-                           f"dialogue ran alone; --dist loadscope runs them concurrently")
-        return shared and whole
+                self.collection.choose(item)
 
     # -- running ------------------------------------------------------------------
-
-    def judges(self, judges: Any) -> Judges:
-        """The judges to use: the fixture's, or ``--ragdive-model``'s, said in the summary."""
-        from ..engine.judges import Judges
-
-        if not isinstance(judges, Judges):
-            pytest.fail(f"ragdive_judges returned {judges!r}; return pytest_ragdive.Judges(...)",
-                        pytrace=False)
-        model = self.options.cli.get("model")
-        if model and judges != Judges(model):
-            self.notes.add(f"--ragdive-model {model} replaced the models of the ragdive_judges "
-                           f"fixture ({', '.join(sorted({str(m) for m in judges.models.values()}))})")
-            return Judges(model, generator_temperature=judges.generator_temperature)
-        return judges
 
     def dialogue_for(
         self, item: pytest.Item, adapter: RagAdapter, judges: Judges, document: Document
     ) -> Dialogue:
-        from ..engine.dialogue import arun_dialogue
-        from .scheduling import Progress, Runner
-
-        judges = self.judges(judges)
-        chosen = self.settings(item)
-        settings = chosen.judged_by(judges.models["evaluator"].name)
-        left_out = [m for m in chosen.metrics if m not in settings.metrics]
-        if left_out:
-            self.notes.add(f"{', '.join(left_out)} not scored: {judges.models['evaluator'].name} "
-                           f"judged it at chance on labelled cases (benchmarks/README.md); "
-                           f"name it in ragdive_metrics to score it anyway")
-        if self._runner is None:
-            self._runner = Runner()
-            self._progress = Progress(self.config, lambda: self.client().calls_made)
-        runner, progress = self._runner, self._progress
-        assert progress is not None
-        options = {
-            "judges": judges, "turns": settings.turns, "role": settings.role,
-            "metrics": settings.metrics, "max_regenerations": settings.max_regenerations,
-            "validation": settings.validation, "validator_checks": settings.validator_checks,
-            "client": self.client(),
-            "adapter_timeout": self.options.get("adapter_timeout"),
-            "dialogue_timeout": self.options.get("dialogue_timeout"),
-        }
-        first = self.options.get("seed")
-        seeds = range(first, first + (settings.runs if self.update else 1))
-        confirming = not self.update and self.options.get("verdict") == "permutation"
-        most = len(seeds) + (settings.confirm_runs if confirming else 0)
-
-        def start(doc: Document, seed: int) -> Callable[[], Awaitable[Dialogue]]:
-            return lambda: arun_dialogue(doc, adapter, seed=seed, **options,
-                                         progress=progress.reporter(seed - first, most,
-                                                                    settings.turns))
-
-        def submit(it: pytest.Item, doc: Document) -> list[concurrent.futures.Future[Any]]:
-            return [runner.submit((it.nodeid, seed), start(doc, seed)) for seed in seeds]
-
-        own = submit(item, document)
-        if self._concurrent():  # start the dialogues of the items of this test that follow
-            later = self._items.get(function_key(item), [])
-            for other in later[later.index(item) + 1:] if item in later else []:
-                callspec = getattr(other, "callspec", None)
-                doc = callspec.params.get("ragdive_document") if callspec else None
-                if doc is not None and hasattr(doc, "text"):
-                    submit(other, doc)
-        dialogues = progress.wait(own)
-        if confirming and settings.confirm_runs and self._looks_worse(item, settings, judges,
-                                                                      dialogues[0]):
-            more = range(first + 1, first + 1 + settings.confirm_runs)
-            dialogues += progress.wait([runner.submit((item.nodeid, seed), start(document, seed))
-                                        for seed in more])
-        self._dialogues[item.nodeid] = (settings, judges, dialogues)
-        return dialogues[0]
-
-    def _looks_worse(self, item: pytest.Item, settings: ItemSettings, judges: Judges,
-                     dialogue: Dialogue) -> bool:
-        """Whether the first run left its band on the worse side: confirm it before deciding."""
-        from . import bands
-        from .gate import leaves_band, produced_by
-
-        if dialogue.errors:
-            return False
-        names = {role: model.label for role, model in judges.models.items()}
-        return leaves_band(bands.item_path(item), produced_by(settings, names), dialogue.scores,
-                           self.options.get("band_margin"))
+        return self.runs.run(item, adapter, judges, document, self.settings(item),
+                             self.collection.later(item))
 
     # -- checking -----------------------------------------------------------------
 
@@ -228,12 +126,12 @@ class RagdiveSession:
         """Before the test body: the dialogue's own errors."""
         from .gate import check_dialogue
 
-        entry = self._dialogues.get(item.nodeid)
+        entry = self.runs.dialogues.get(item.nodeid)
         if entry is not None:
             settings, judges, dialogues = entry
             check_dialogue(
                 item, settings, judges, dialogues, results=self.results,
-                aggregate_file=self.aggregate_files.get(function_key(item)),
+                aggregate_file=self.collection.aggregate_files.get(function_key(item)),
                 keep_dialogue=bool(self.options.get("report") or self.options.get("json")),
             )
 
@@ -241,7 +139,7 @@ class RagdiveSession:
         """After the test body: the band (on update, the band to write)."""
         from .gate import check_band
 
-        entry = self._dialogues.get(item.nodeid)
+        entry = self.runs.dialogues.get(item.nodeid)
         if entry is not None:
             settings, _, dialogues = entry
             check_band(item, settings, dialogues, self.results[item.nodeid], update=self.update,
@@ -264,25 +162,12 @@ class RagdiveSession:
     # -- end of session -----------------------------------------------------------
 
     def worker_output(self) -> dict[str, Any]:
-        return {
-            "results": self.results,
-            "all_items": self.all_items,
-            "chosen": self.chosen,
-            "aggregate_files": self.aggregate_files,
-            "expected_files": sorted(self.expected_files),
-            "scopes": self.scopes,
-            "notes": sorted(self.notes),
-        }
+        return {"results": self.results, **self.collection.output(), "notes": sorted(self.notes)}
 
     def merge(self, output: dict[str, Any]) -> None:
         self.results.update(output["results"])
         self.notes.update(output["notes"])
-        # every worker collects the same items; one copy of the collection is enough
-        self.all_items = output["all_items"]
-        self.chosen = output["chosen"]
-        self.aggregate_files = output["aggregate_files"]
-        self.expected_files = set(output["expected_files"])
-        self.scopes = output["scopes"]
+        self.collection.merge(output)
 
     def judge(self) -> list[pytest.TestReport]:
         """Once every item ran: each test function's verdict as a report of its own (none
@@ -290,7 +175,7 @@ class RagdiveSession:
         from . import aggregate, decision
 
         self.aggregates, self._aggregate_bands = aggregate.evaluate(
-            self.chosen, self.all_items, self.results,
+            self.collection.chosen, self.collection.all_items, self.results,
             margin=self.options.get("band_margin"), update=self.update,
             verdict=self.options.get("verdict"), alpha=self.options.get("alpha"),
         )
@@ -302,21 +187,23 @@ class RagdiveSession:
     def finish(self, interrupted: bool) -> bool:
         """On update write every band at once (none when the run was interrupted) and
         remove unused ones; write the reports. True when the session must fail."""
-        if not self.all_items:
+        if not self.collection.all_items:
             return False
         from . import aggregate, bands
 
         if not self._judged:  # the test loop did not end normally
             self.judge()
         aggregate_bands = self._aggregate_bands
-        self.unused = aggregate.unused_files(self.scopes, self.expected_files)
+        collection = self.collection
+        self.unused = aggregate.unused_files(collection.scopes, collection.expected_files)
         if self.update:
             if interrupted:
                 self.notes.add("the update was interrupted: no band was written (the response "
                                "cache keeps the calls made, so running it again is quicker)")
                 self.unused = []
                 return True
-            docs, notes = aggregate.complete_updates(self.chosen, self.results, aggregate_bands)
+            docs, notes = aggregate.complete_updates(collection.chosen, self.results,
+                                                     aggregate_bands)
             self.notes.update(notes)
             bands.write_all(docs)
             for path in self.unused:
@@ -338,8 +225,9 @@ class RagdiveSession:
                                       alpha=get("alpha"), margin=get("band_margin")),
             started=self.started,
             duration_s=(datetime.now(timezone.utc) - self.started).total_seconds(),
-            chosen=self.chosen, collected=self.all_items, results=self.results,
-            outcomes=self.outcomes, aggregates=self.aggregates, margin=get("band_margin"),
+            chosen=self.collection.chosen, collected=self.collection.all_items,
+            results=self.results, outcomes=self.outcomes, aggregates=self.aggregates,
+            margin=get("band_margin"),
         )
         for target in outputs.write(run, html, json_path):
             self.notes.add(f"ragdive report written to {target}")
@@ -353,5 +241,4 @@ class RagdiveSession:
                       notes=self.notes, unused=self.unused, update=self.update)
 
     def close(self) -> None:
-        if self._runner is not None:
-            self._runner.close()
+        self.runs.close()

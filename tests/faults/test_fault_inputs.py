@@ -42,3 +42,22 @@ def test_an_empty_document_gets_no_band(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest()
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "ini ragdive_documents: document 'empty' has no text" in result.stderr.str()
+
+
+def test_a_broken_document_in_a_conftest_is_named_at_its_line(pytester: pytest.Pytester) -> None:
+    pytester.path.joinpath("kb").mkdir()
+    pytester.path.joinpath("kb", "menu.md").write_bytes("Caf\xe9 opens at nine.".encode("latin-1"))
+    pytester.makeconftest("""
+        import pytest_ragdive as ragdive
+
+        ragdive_document = ragdive.document_fixture("kb/*.md")
+    """)
+    pytester.makepyfile("def test_plain():\n    pass\n")
+    result = pytester.runpytest()
+    assert result.ret != pytest.ExitCode.OK
+    err = result.stderr.str()
+    assert "ragdive.document_fixture('kb/*.md'): " in err
+    assert "menu.md: not UTF-8 text" in err and "save it as UTF-8" in err
+    # the user's line and the cause, not the plugin's frames
+    assert 'ragdive_document = ragdive.document_fixture("kb/*.md")' in err
+    assert "documents.py" not in err and "marker.py" not in err

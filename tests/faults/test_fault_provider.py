@@ -14,7 +14,8 @@ from pytest_ragdive.engine.dialogue import run_blocking
 from pytest_ragdive.llm.cache import ResponseCache
 from pytest_ragdive.llm.client import LLMClient
 from pytest_ragdive.llm.errors import ModelError
-from pytest_ragdive.llm.scripted import http_error, scripted
+from pytest_ragdive.llm.scripted import scripted
+from pytest_ragdive.llm.scripted_errors import http_error
 
 ASK = [{"role": "user", "content": "Is it tall? Answer yes or no."}]
 

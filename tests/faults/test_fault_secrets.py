@@ -31,7 +31,8 @@ def test_provider_messages_are_masked(leak: str) -> None:
 PROJECT = '''
 import pytest
 import pytest_ragdive as ragdive
-from pytest_ragdive.llm.scripted import http_error, scripted
+from pytest_ragdive.llm.scripted import scripted
+from pytest_ragdive.llm.scripted_errors import http_error
 
 KEY = "{key}"
 
@@ -82,8 +83,7 @@ def test_a_reply_without_choices_names_the_provider_and_shows_no_key_with_locals
 ) -> None:
     pytester.makeconftest(PROJECT.format(key=KEY).replace(
         "raise http_error(400, f\"API key not valid: {KEY} (project 42)\")",
-        "return NO_CHOICES").replace("import http_error, scripted",
-                                     "import NO_CHOICES, scripted"))
+        "return NO_CHOICES").replace("import scripted\n", "import NO_CHOICES, scripted\n"))
     pytester.makepyfile(test_bot="""
         import pytest_ragdive as ragdive
 

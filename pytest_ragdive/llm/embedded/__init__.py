@@ -2,8 +2,8 @@
 
 ``weights`` builds the ``.gguf`` from the weight packages, ``grammar`` turns structured-output
 requests into llama.cpp grammars, ``runtime`` runs the model (``prefixes`` reuses shared prompt
-prefixes bit for bit), and ``provider`` registers it all with litellm. Nothing here imports
-llama_cpp or litellm until a call is made.
+prefixes bit for bit), and ``provider`` registers it all with litellm; ``server`` serves it
+over HTTP instead. Nothing here imports llama_cpp or litellm until a call is made.
 """
 
 from .provider import register

@@ -1,0 +1,133 @@
+"""One POST to the bot: headers with ``${NAME}`` expanded from the environment, retries of
+429, 5xx and failed connections, and an error that says what to check."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from ..llm.retrying import WaitTooLong, wait
+from ..llm.secrets import mask
+from .http_errors import HttpAdapterError, advice, excerpt
+
+_ENV_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def expand_env(value: str, header: str) -> str:
+    """``value`` with every ``${NAME}`` replaced from ``os.environ``; an unset or empty
+    variable is an error naming it (CI systems expand a missing secret to "")."""
+
+    def replace(match: re.Match[str]) -> str:
+        name = match.group(1)
+        found = os.environ.get(name)
+        if not found:
+            raise HttpAdapterError(
+                f"the header {header!r} of the HttpAdapter needs the environment variable "
+                f"{name}, which is not set or empty: export it (in CI, from a secret)"
+            )
+        return found
+
+    return _ENV_VAR.sub(replace, value)
+
+
+def expand_headers(headers: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
+    """Headers with the environment expanded, and the strings to hide in messages."""
+    expanded = {name: expand_env(value, name) for name, value in headers.items()}
+    secrets: set[str] = set()
+    for value in expanded.values():
+        secrets.add(value)
+        secrets.update(part for part in value.split() if len(part) >= 8)
+    return expanded, sorted((s for s in secrets if len(s) >= 6), key=len, reverse=True)
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """The bot's URL and how a request to it is retried (see :class:`HttpAdapter`)."""
+
+    url: str
+    timeout: float
+    retries: int
+    backoff: float
+    max_wait: float
+
+    async def post(self, client: httpx.AsyncClient, body: Any, headers: Mapping[str, str],
+                   secrets: Sequence[str]) -> Any:
+        """POST ``body`` with retries; the parsed JSON reply."""
+        started = time.monotonic()
+        attempt = 0
+        while True:
+            attempt += 1
+            last = attempt > self.retries
+            try:
+                response = await client.post(self.url, json=body, headers=headers)
+            except httpx.TimeoutException as exc:
+                if isinstance(exc, httpx.ConnectTimeout) and not last:
+                    await asyncio.sleep(self._wait(attempt, None))
+                    continue
+                raise HttpAdapterError(
+                    f"POST {self.url}: no answer within timeout={self.timeout:g} s "
+                    f"({type(exc).__name__}, attempt {attempt}). Check that the bot is not "
+                    f"stuck; if it is just slow, raise timeout= (and ragdive_adapter_timeout)"
+                ) from None
+            except (httpx.ConnectError, httpx.RemoteProtocolError) as exc:
+                if not last:
+                    await asyncio.sleep(self._wait(attempt, None))
+                    continue
+                raise HttpAdapterError(
+                    f"POST {self.url} failed after {attempt} attempts: {type(exc).__name__}: "
+                    f"{mask(str(exc), secrets)}. Check that the bot is running and "
+                    f"reachable at this URL"
+                ) from None
+            except httpx.HTTPError as exc:
+                raise HttpAdapterError(
+                    f"POST {self.url} failed: {type(exc).__name__}: {mask(str(exc), secrets)}"
+                ) from None
+            status = response.status_code
+            if (status == 429 or status >= 500) and not last:
+                await asyncio.sleep(self._wait(attempt, response, secrets))
+                continue
+            break
+        if not 200 <= status < 300:
+            raise HttpAdapterError(self._status_message(response, attempt, secrets, started))
+        try:
+            return json.loads(response.content)
+        except ValueError as exc:
+            raise HttpAdapterError(
+                f"POST {self.url} answered {status} with a body that is not JSON ({exc}; "
+                f"content-type {response.headers.get('content-type', 'none')!r}):\n"
+                f"{excerpt(response, secrets)}\nCheck that the URL is the bot's JSON API "
+                f"endpoint (not a web page or a proxy's error page)"
+            ) from None
+
+    def _wait(self, attempt: int, response: httpx.Response | None,
+              secrets: Sequence[str] = ()) -> float:
+        """Seconds before the next attempt (``llm.retrying``: the server's Retry-After, else
+        the backoff); a server that asks for more than ``max_wait`` fails the request."""
+        header = response.headers.get("retry-after") if response is not None else None
+        try:
+            return wait(attempt, first=self.backoff, longest=self.max_wait, header=header)
+        except WaitTooLong as exc:
+            assert response is not None
+            raise HttpAdapterError(
+                f"POST {self.url} answered {response.status_code} and {exc} (Retry-After), "
+                f"longer than max_wait={self.max_wait:g} s:\n{excerpt(response, secrets)}\n"
+                f"Lower the load (ragdive_concurrency, fewer documents) or raise max_wait="
+            ) from None
+
+    def _status_message(self, response: httpx.Response, attempts: int, secrets: Sequence[str],
+                        started: float) -> str:
+        status = response.status_code
+        tried = (f" after {attempts} attempts in {time.monotonic() - started:.1f} s "
+                 f"(429 and 5xx are retried {self.retries} times)" if attempts > 1 else "")
+        return (
+            f"POST {self.url} answered {status} {response.reason_phrase}{tried}:\n"
+            f"{excerpt(response, secrets)}\n{advice(status)}"
+        )

@@ -1,0 +1,112 @@
+"""The RAG system under test and how a dialogue asks it: a session per dialogue if it keeps
+one, a bounded wait for each answer (a blocking ``answer`` runs in a daemon thread), and
+an answer checked to be a :class:`RagAnswer`."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import threading
+from collections.abc import Callable
+from typing import Any, Protocol, runtime_checkable
+
+from ..llm.usage import usage_scope
+from .errors import DialogueError
+from .models import Message, RagAnswer, Usage
+
+
+@runtime_checkable
+class RagAdapter(Protocol):
+    """The RAG system under test.
+
+    ``answer`` may be ``def`` or ``async def``; a blocking one runs in a thread. It
+    receives the user's question as asked in the conversation and the visible history
+    (earlier questions and the system's answers). An optional ``start()`` (sync or
+    async) is called when a dialogue begins; if it returns an object, that object
+    answers the dialogue's questions, which lets a system that keeps history on its
+    side hold one session per concurrent dialogue.
+    """
+
+    def answer(self, question: str, history: list[Message]) -> RagAnswer: ...
+
+
+async def start(adapter: RagAdapter) -> RagAdapter:
+    """What answers a new dialogue's questions: the session ``adapter.start()`` returns,
+    else the adapter."""
+    begin = getattr(adapter, "start", None)
+    if begin is None:
+        return adapter
+    session = begin()
+    if inspect.isawaitable(session):
+        session = await session
+    return adapter if session is None else session
+
+
+async def ask(
+    adapter: RagAdapter, question: str, history: list[Message], index: int, timeout: float
+) -> RagAnswer:
+    """The answer of ``adapter`` to ``question`` at turn ``index``, within ``timeout`` s."""
+    where = f"turn {index}: the RAG adapter"
+    # the adapter's own model calls (if any) are the system under test, not judge usage
+    with usage_scope(Usage()):
+        try:
+            if inspect.iscoroutinefunction(adapter.answer):
+                call = adapter.answer(question, list(history))
+            else:
+                call = _in_daemon_thread(adapter.answer, question, list(history))
+            result = await asyncio.wait_for(call, timeout)
+        except asyncio.TimeoutError:
+            raise DialogueError(
+                f"{where} did not answer {question!r} within {timeout:g} s "
+                f"(raise ragdive_adapter_timeout if it is just slow)"
+            ) from None
+        except Exception as exc:
+            raise DialogueError(
+                f"{where} raised {type(exc).__name__}: {exc} (question {question!r})"
+            ) from exc
+    try:
+        # an instance too: RagAnswer.model_construct(...) skips validation
+        data = dict(result) if isinstance(result, RagAnswer) else result
+        return RagAnswer.model_validate(data)
+    except ValueError as exc:
+        why = f" ({_first_error(exc)})" if isinstance(result, (RagAnswer, dict)) else ""
+        raise DialogueError(
+            f"{where} returned {type(result).__name__} for {question!r}{why}; "
+            f"return pytest_ragdive.RagAnswer(answer=..., contexts=[...]) with text only"
+        ) from None
+
+
+def _first_error(exc: ValueError) -> str:
+    errors = getattr(exc, "errors", None)
+    if not callable(errors):
+        return str(exc)[:200]
+    first = errors()[0]
+    return f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}"
+
+
+async def _in_daemon_thread(fn: Callable[..., Any], *args: Any) -> Any:
+    """Run blocking ``fn`` in a daemon thread. Unlike the default executor, a call that
+    hangs for ever cannot keep the process from exiting after its timeout."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+
+    def settle(result: Any, error: BaseException | None) -> None:
+        if future.done():
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result)
+
+    def run() -> None:
+        try:
+            outcome: tuple[Any, BaseException | None] = (fn(*args), None)
+        except BaseException as exc:  # handed over to the awaiting coroutine
+            outcome = (None, exc)
+        try:
+            loop.call_soon_threadsafe(settle, *outcome)
+        except RuntimeError:  # the loop closed while the call hung
+            pass
+
+    threading.Thread(target=run, name="ragdive-adapter", daemon=True).start()
+    return await future

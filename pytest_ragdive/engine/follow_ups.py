@@ -1,0 +1,159 @@
+"""The user's message of a follow-up turn: the stand-alone question as a chat user types it.
+
+A small generator model writes good stand-alone questions but, asked for the short chat
+form, mostly writes the stand-alone question again or a bare noun phrase. Whether a message
+depends on the conversation can be decided exactly: it leaves out something its stand-alone
+question names that the conversation has already said. When the model's message does not,
+the message is made from the stand-alone question by referring to the phrase it repeats
+from the conversation with "it" (or "they"/"them"), the way people write in a chat.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from .checks import content_words, repeated_subject, words
+from .models import GeneratedTurn, Turn
+
+_TOKEN = re.compile(r"[\w'-]+|[^\w\s]", re.UNICODE)
+_DETERMINERS = frozenset(["the", "a", "an", "this", "that", "these", "those"])
+#: words a phrase must have more than to be what the conversation is about
+_GENERIC = frozenset(
+    ["name", "names", "number", "cost", "price", "length", "time", "times", "maximum",
+     "minimum", "location", "type", "types", "kind", "city", "total", "first", "last",
+     "largest", "smallest", "main", "year", "years", "day", "days", "called"]
+)
+_PREPOSITIONS = frozenset(
+    ["between", "after", "before", "during", "per", "via", "across", "through", "near",
+     "around", "without", "within", "against", "since", "until", "while", "because", "toward",
+     "towards", "among", "along", "behind", "beyond", "inside", "outside", "onto", "upon"]
+)
+_BE_HAVE = frozenset(["is", "are", "was", "were", "has", "have", "had"])
+_AUXILIARIES = frozenset(["did", "does", "do", "can", "could", "will", "would", "should", "may",
+                          "might", "must", "shall"])
+
+
+def said_before(history: Sequence[Turn]) -> list[str]:
+    """What the conversation has said: every earlier message, its stand-alone form and the
+    answer."""
+    return [text for t in history
+            for text in (t.generated.rag_input, t.generated.standalone_question, t.answer.answer)]
+
+
+def depends_on_conversation(message: str, standalone: str, said: Sequence[str]) -> bool:
+    """Whether ``message`` leaves to the conversation something ``standalone`` names: a
+    content word of the stand-alone question, not a generic one ("name", "cost"), that an
+    earlier turn said and the message does not."""
+    spoken = {w for text in said for w in content_words(text)}
+    omitted = set(content_words(standalone)) - set(content_words(message)) - _GENERIC
+    return bool(omitted & spoken)
+
+
+def leans_back(candidate: GeneratedTurn, history: Sequence[Turn]) -> str | None:
+    """The exact check of a follow-up: None when its message is a question that depends on
+    the conversation and repeats none of its subject; else what to fix."""
+    said = said_before(history)
+    message, standalone = candidate.rag_input, candidate.standalone_question
+    if not is_question(message):
+        return f"rag_input {message!r} is not a question; write it as the user's question"
+    phrase = repeated_subject(message, said)
+    if phrase:
+        return (f'rag_input repeats "{phrase}" from earlier turns; refer to it the way people '
+                f'do in a chat ("it", "they", "that one") or leave it out')
+    if not depends_on_conversation(message, standalone, said):
+        return ("the follow-up can be understood without the conversation; ask about "
+                "something the last answer talked about, named in standalone_question and "
+                "referred to as \"it\" in rag_input")
+    return None
+
+
+def is_question(message: str) -> bool:
+    """A message a user types to ask: at least two words and a question mark."""
+    return message.rstrip().endswith("?") and len(words(message)) >= 2
+
+
+def chat_message(message: str, standalone: str, said: Sequence[str], last: Sequence[str]) -> str:
+    """The message to send: the model's own when it is a question that depends on the
+    conversation and repeats none of its subject; else the stand-alone question referring
+    back (:func:`refer_back`); else the model's message, for the validator to judge.
+    ``said`` is every earlier message and answer, ``last`` those of the last turn."""
+    if (is_question(message) and depends_on_conversation(message, standalone, said)
+            and repeated_subject(message, said) is None):
+        return message
+    return refer_back(standalone, said, last) or message
+
+
+def refer_back(standalone: str, said: Sequence[str], last: Sequence[str]) -> str | None:
+    """``standalone`` with the phrase it takes from the conversation replaced by a pronoun.
+
+    The phrases are the runs of words between stopwords and prepositions ("the Tern
+    ferry", "Brenmouth's tram network"); one qualifies when the conversation said it in the
+    same words, or when it holds a name the conversation said. One of the last turn goes
+    first, then one with a name, then the longest. None when no phrase qualifies with more
+    than generic words ("the name").
+    """
+    tokens = _TOKEN.findall(standalone)
+    spoken = {w for text in said for w in content_words(text)}
+    heard = {w for text in last for w in content_words(text)}
+    earlier = [f" {' '.join(words(text))} " for text in said]
+    best: tuple[tuple[bool, bool, int], int, int] | None = None
+    for begin, end in _phrases(tokens):
+        meaning = set(content_words(" ".join(tokens[begin:end]))) - _GENERIC
+        names = {t.lower().removesuffix("'s") for t in tokens[begin:end]
+                 if t[:1].isupper() and (begin or t is not tokens[0])}
+        verbatim = any(f" {' '.join(words(' '.join(tokens[begin:end])))} " in text
+                       for text in earlier)
+        if not meaning or not (verbatim or names & spoken):
+            continue
+        rank = (bool(meaning & heard), bool(names), len(meaning))
+        if best is None or rank > best[0]:
+            best = (rank, begin, end)
+    if best is None:
+        return None
+    _, begin, end = best
+    if begin > 0 and tokens[begin - 1].lower() in _DETERMINERS:
+        begin -= 1
+    rest = [*tokens[:begin], _pronoun(tokens, begin, end), *tokens[end:]]
+    text = re.sub(r"\s+([?.!,;:])", r"\1", " ".join(rest))
+    return text[0].upper() + text[1:]
+
+
+def _phrases(tokens: list[str]) -> list[tuple[int, int]]:
+    """The runs of tokens that are words, not stopwords and not prepositions."""
+    runs: list[tuple[int, int]] = []
+    begin = None
+    for i, token in enumerate([*tokens, "."]):
+        inside = bool(content_words(token)) and token.lower() not in _PREPOSITIONS
+        if inside and begin is None:
+            begin = i
+        elif not inside and begin is not None:
+            runs.append((begin, _verb_trimmed(tokens, begin, i)))
+            begin = None
+    return [(b, e) for b, e in runs if e > b]
+
+
+def _verb_trimmed(tokens: list[str], begin: int, end: int) -> int:
+    """The end of a run without the verb a question puts after its subject ("When did the
+    tower open?", "Are the bikes allowed on it?")."""
+    before = begin - 1
+    if before >= 0 and tokens[before].lower() in _DETERMINERS:
+        before -= 1
+    if end - begin < 2 or before < 0:
+        return end
+    auxiliary, last = tokens[before].lower(), tokens[end - 1].lower()
+    if auxiliary in _AUXILIARIES or (auxiliary in _BE_HAVE and last.endswith(("ed", "en"))):
+        return end - 1
+    return end
+
+
+def _pronoun(tokens: list[str], begin: int, end: int) -> str:
+    """"it", or for a plural "they" as the subject (after an auxiliary, or first) and
+    "them" elsewhere."""
+    head = tokens[end - 1]
+    plural = (head.lower().endswith("s") and not head.lower().endswith(("ss", "us", "is", "'s"))
+              and not head[:1].isupper())
+    if not plural:
+        return "it"
+    before = tokens[begin - 1].lower() if begin > 0 else ""
+    return "they" if not before or before in _AUXILIARIES | _BE_HAVE else "them"

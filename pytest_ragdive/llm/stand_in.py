@@ -1,0 +1,50 @@
+"""The client in litellm's shape, for libraries such as ragas (through instructor) that call
+``litellm.acompletion`` and expect its response object."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from .cache import KEY_FIELDS
+from .library import import_litellm
+from .model import Model
+from .replies import unfenced
+from .structured import request_mode
+
+if TYPE_CHECKING:
+    from .client import LLMClient
+
+
+def stand_in(client: LLMClient, model: Model) -> Callable[..., Awaitable[Any]]:
+    """A cached stand-in for ``litellm.acompletion`` for ``model``: its params and
+    structured-output setting apply to every call. Arguments that do not change the
+    answer (api_base, api_key, ...) reach litellm only."""
+
+    async def acompletion(**kwargs: Any) -> Any:
+        kwargs.pop("stream", None)
+        request = {k: kwargs.pop(k) for k in list(kwargs) if k in KEY_FIELDS}
+        params = {**model.params, **kwargs}
+        return await _acompletion(
+            client, Model(request["model"], params, model.structured_output), request
+        )
+
+    return acompletion
+
+
+async def _acompletion(client: LLMClient, model: Model, request: dict[str, Any]) -> Any:
+    litellm = import_litellm()
+    reply, sent = await client.send(request, model)
+    content = str(reply["content"])
+    if request_mode(request) and request_mode(sent) is None:  # sent as text
+        content = unfenced(content)
+    return litellm.ModelResponse(
+        model=request["model"],
+        choices=[{"index": 0, "finish_reason": "stop",
+                  "message": {"role": "assistant", "content": content}}],
+        usage={
+            "prompt_tokens": reply["prompt_tokens"],
+            "completion_tokens": reply["completion_tokens"],
+            "total_tokens": reply["prompt_tokens"] + reply["completion_tokens"],
+        },
+    )

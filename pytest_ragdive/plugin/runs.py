@@ -1,0 +1,141 @@
+"""Running each item's dialogues on the plugin's event loop: with the judges the session
+chose, one per seed (every run on update), confirmation runs when the first leaves its band
+on the worse side, and the dialogues of the test's later items started alongside."""
+
+from __future__ import annotations
+
+import concurrent.futures
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from .options import ItemSettings, Options
+
+if TYPE_CHECKING:
+    from ..engine.asking import RagAdapter
+    from ..engine.judges import Judges
+    from ..engine.models import Dialogue, Document
+    from ..llm.client import LLMClient
+    from .scheduling import Progress, Runner
+
+
+class Runs:
+    """The dialogues of the session's items; ``notes`` gathers what the summary says."""
+
+    def __init__(self, config: pytest.Config, options: Options,
+                 client: Callable[[], LLMClient], notes: set[str]) -> None:
+        self.config = config
+        self.options = options
+        self.update = options.update
+        self.client = client
+        self.notes = notes
+        self._runner: Runner | None = None
+        self._progress: Progress | None = None
+        self._scopes: dict[str, str] = {}  # fixture name -> scope
+        #: node id -> the item's settings, judges and dialogues (the first run's first)
+        self.dialogues: dict[str, tuple[ItemSettings, Judges, list[Dialogue]]] = {}
+
+    def fixture_scope(self, name: str, scope: str) -> None:
+        self._scopes[name] = scope
+
+    def _concurrent(self) -> bool:
+        """Whether the items of a test function may hold their dialogues at once: only
+        with shared adapter and judges, and (under xdist) when one worker runs them all."""
+        shared = "function" not in self._scopes.values()
+        dist = getattr(self.config.option, "dist", "no")
+        whole = not hasattr(self.config, "workerinput") or dist in ("loadscope", "loadfile")
+        if not shared:
+            self.notes.add("ragdive_adapter or ragdive_judges is function-scoped: dialogues "
+                           "ran one at a time; give them session scope to run them concurrently")
+        elif not whole:
+            self.notes.add(f"xdist --dist {dist} spreads a test's documents over workers: each "
+                           f"dialogue ran alone; --dist loadscope runs them concurrently")
+        return shared and whole
+
+    def judges(self, judges: Any) -> Judges:
+        """The judges to use: the fixture's, or ``--ragdive-model``'s, said in the summary."""
+        from ..engine.judges import Judges
+
+        if not isinstance(judges, Judges):
+            pytest.fail(f"ragdive_judges returned {judges!r}; return pytest_ragdive.Judges(...)",
+                        pytrace=False)
+        model = self.options.cli.get("model")
+        if model and judges != Judges(model):
+            self.notes.add(f"--ragdive-model {model} replaced the models of the ragdive_judges "
+                           f"fixture ({', '.join(sorted({str(m) for m in judges.models.values()}))})")
+            return Judges(model, generator_temperature=judges.generator_temperature)
+        return judges
+
+    def run(self, item: pytest.Item, adapter: RagAdapter, judges: Judges, document: Document,
+            chosen: ItemSettings, later: Sequence[pytest.Item]) -> Dialogue:
+        """The first dialogue of ``item`` (settings ``chosen``), once all its runs ended;
+        ``later``: the items of the same test that run after it."""
+        from ..engine.dialogue import arun_dialogue
+        from .scheduling import Progress, Runner
+
+        judges = self.judges(judges)
+        settings = chosen.judged_by(judges.models["evaluator"].name)
+        left_out = [m for m in chosen.metrics if m not in settings.metrics]
+        if left_out:
+            self.notes.add(f"{', '.join(left_out)} not scored: {judges.models['evaluator'].name} "
+                           f"judged it at chance on labelled cases (benchmarks/README.md); "
+                           f"name it in ragdive_metrics to score it anyway")
+        if self._runner is None:
+            self._runner = Runner()
+            self._progress = Progress(self.config, lambda: self.client().calls_made)
+        runner, progress = self._runner, self._progress
+        assert progress is not None
+        options = {
+            "judges": judges, "turns": settings.turns, "role": settings.role,
+            "metrics": settings.metrics, "max_regenerations": settings.max_regenerations,
+            "validation": settings.validation, "validator_checks": settings.validator_checks,
+            "openers": settings.openers, "client": self.client(),
+            "adapter_timeout": self.options.get("adapter_timeout"),
+            "dialogue_timeout": self.options.get("dialogue_timeout"),
+        }
+        first = self.options.get("seed")
+        seeds = range(first, first + (settings.runs if self.update else 1))
+        confirming = not self.update and self.options.get("verdict") == "permutation"
+        most = len(seeds) + (settings.confirm_runs if confirming else 0)
+
+        def start(doc: Document, seed: int) -> Callable[[], Awaitable[Dialogue]]:
+            return lambda: arun_dialogue(doc, adapter, seed=seed, **options,
+                                         progress=progress.reporter(
+                                             seed - first, most, settings.turns,
+                                             certain=not confirming))
+
+        def submit(it: pytest.Item, doc: Document) -> list[concurrent.futures.Future[Any]]:
+            return [runner.submit((it.nodeid, seed), start(doc, seed)) for seed in seeds]
+
+        own = submit(item, document)
+        if self._concurrent():  # start the dialogues of the items of this test that follow
+            for other in later:
+                callspec = getattr(other, "callspec", None)
+                doc = callspec.params.get("ragdive_document") if callspec else None
+                if doc is not None and hasattr(doc, "text"):
+                    submit(other, doc)
+        dialogues = progress.wait(own)
+        if confirming and settings.confirm_runs and self._looks_worse(item, settings, judges,
+                                                                      dialogues[0]):
+            more = range(first + 1, first + 1 + settings.confirm_runs)
+            dialogues += progress.wait([runner.submit((item.nodeid, seed), start(document, seed))
+                                        for seed in more])
+        self.dialogues[item.nodeid] = (settings, judges, dialogues)
+        return dialogues[0]
+
+    def _looks_worse(self, item: pytest.Item, settings: ItemSettings, judges: Judges,
+                     dialogue: Dialogue) -> bool:
+        """Whether the first run left its band on the worse side: confirm it before deciding."""
+        from . import bands
+        from .gate import leaves_band, produced_by
+
+        if dialogue.errors:
+            return False
+        names = {role: model.label for role, model in judges.models.items()}
+        return leaves_band(bands.item_path(item), produced_by(settings, names), dialogue.scores,
+                           self.options.get("band_margin"))
+
+    def close(self) -> None:
+        if self._runner is not None:
+            self._runner.close()

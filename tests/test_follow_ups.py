@@ -1,0 +1,74 @@
+"""A follow-up's message: the model's when it leans on the conversation, else its stand-alone
+question made to refer back, and the exact check that decides it."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_ragdive.engine.follow_ups import (
+    chat_message,
+    depends_on_conversation,
+    leans_back,
+    refer_back,
+)
+from pytest_ragdive.engine.models import GeneratedTurn, RagAnswer, Turn
+
+FIRST = ["What is Brenmouth's public bike-share scheme called?",
+         "It is called CityCycle. It has 1,150 bicycles and the Tern ferry takes them."]
+
+
+@pytest.mark.parametrize(("standalone", "message"), [
+    ("When was CityCycle launched?", "When was it launched?"),
+    ("How many passengers can the Tern ferry carry?", "How many passengers can it carry?"),
+    ("When did CityCycle open?", "When did it open?"),  # the question's last verb stays
+    ("How much do the bicycles cost?", "How much do they cost?"),
+    ("What do riders pay for the bicycles?", "What do riders pay for them?"),
+])
+def test_the_phrase_the_conversation_said_becomes_a_pronoun(standalone: str, message: str) -> None:
+    assert refer_back(standalone, FIRST, FIRST) == message
+    assert depends_on_conversation(message, standalone, FIRST)
+
+
+def test_a_question_about_nothing_said_or_only_generic_words_cannot_refer_back() -> None:
+    assert refer_back("Who designed the harbour bridge?", FIRST, FIRST) is None
+    # "the name" was said, but it is not what the conversation is about
+    assert refer_back("What is the name?", ["What is the name of the scheme?"], []) is None
+
+
+def test_the_last_turn_goes_first() -> None:
+    said = ["Tell me about the Tern ferry.", "It crosses the estuary.",
+            "And CityCycle?", "CityCycle lends bicycles."]
+    asked = "Are CityCycle bicycles allowed on the Tern ferry?"
+    assert refer_back(asked, said, said[2:]) == "Are they allowed on the Tern ferry?"
+    assert refer_back(asked, said, said[:2]) == "Are CityCycle bicycles allowed on it?"
+
+
+def test_the_models_message_is_kept_when_it_leans_on_the_conversation() -> None:
+    standalone = "When was CityCycle launched?"
+    assert chat_message("And when did it start?", standalone, FIRST, FIRST) == (
+        "And when did it start?")
+    # the stand-alone question again, or a bare noun phrase: made from the stand-alone question
+    assert chat_message(standalone, standalone, FIRST, FIRST) == "When was it launched?"
+    assert chat_message("CityCycle launch", standalone, FIRST, FIRST) == "When was it launched?"
+    # nothing to refer to: the model's message, for the validator to judge
+    assert chat_message("Bridge?", "Who designed the harbour bridge?", FIRST, FIRST) == "Bridge?"
+
+
+def turn(rag_input: str, standalone: str) -> GeneratedTurn:
+    return GeneratedTurn(rag_input=rag_input, standalone_question=standalone,
+                         ground_truth="x", evidence="x", question_type="follow_up")
+
+
+def test_the_exact_check_names_what_to_fix() -> None:
+    history = [Turn(index=1, generated=GeneratedTurn(
+        rag_input=FIRST[0], standalone_question=FIRST[0], ground_truth="CityCycle.",
+        evidence="x", question_type="initial"), answer=RagAnswer(answer=FIRST[1]))]
+    assert leans_back(turn("When was it launched?", "When was CityCycle launched?"),
+                      history) is None
+    assert "not a question" in (leans_back(turn("CityCycle", "When was CityCycle launched?"),
+                                           history) or "")
+    assert 'repeats "citycycle"' in (leans_back(
+        turn("When was CityCycle launched?", "When was CityCycle launched?"), history) or "")
+    assert "without the conversation" in (leans_back(
+        turn("Who designed the harbour bridge?", "Who designed the harbour bridge?"),
+        history) or "")
