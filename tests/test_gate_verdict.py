@@ -167,7 +167,28 @@ def test_a_confirmation_run_a_judge_cannot_score_is_left_out_and_said(recorded) 
     result = recorded.runpytest("-m", "ragdive", "-p", "no:xdist")
     result.assert_outcomes(passed=2, failed=1)  # the items pass; the verdict still decides
     result.stdout.fnmatch_lines([
-        "    not scored, left out of the verdict: test_bot.py::test_bot[[]*[]]",
+        "    not scored, left out of its band or verdict: test_bot.py::test_bot[[]*[]]",
         "      run ?: correctness: * could not be scored*answered a yes/no question with "
         "'maybe'*",
         "FAILED: test_bot.py::test_bot: worse than its baseline*"])
+
+
+def test_a_baseline_run_a_judge_cannot_score_is_left_out_of_its_band_and_said(project) -> None:
+    from conftest import PROJECT_CONFTEST
+
+    project.makepyfile(test_bot=BODY)
+    project.makeconftest(PROJECT_CONFTEST + GARBLING_BOT)  # the third dialogue garbles
+    result = project.runpytest("-m", "ragdive", "--ragdive-update", "-p", "no:xdist")
+    result.assert_outcomes(passed=2)  # 3 runs each: one unscored run leaves two
+    result.stdout.fnmatch_lines([
+        "    not scored, left out of its band or verdict: test_bot.py::test_bot[[]*[]]",
+        "      run ?: correctness: * could not be scored*'maybe'*"])
+    runs = sorted(len(json.loads(p.read_text())["metrics"]["correctness"]["runs"])
+                  for p in (project.path / "__ragdive__" / "test_bot").glob("test_bot[[]*.json"))
+    assert runs == [2, 3]
+    # a metric no run could score has no band: the item fails, naming it
+    project.makeconftest(PROJECT_CONFTEST + GARBLING_BOT.replace("self.n == 3", "True"))
+    failed = project.runpytest("-m", "ragdive", "--ragdive-update", "-p", "no:xdist")
+    failed.assert_outcomes(failed=2)
+    failed.stdout.fnmatch_lines(["*the conversation could not be evaluated:*",
+                                 "*correctness: * could not be scored*"])

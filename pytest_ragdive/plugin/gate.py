@@ -31,10 +31,16 @@ def check_dialogue(
     aggregate_file: str | None,
     results: dict[str, dict[str, Any]],
     keep_dialogue: bool = False,
+    update: bool = False,
 ) -> None:
     """Put the item's result record (sent to the xdist controller) into ``results``, then
-    fail the item when one of its dialogues could not be completed or evaluated."""
+    fail the item when one of its dialogues could not be completed or evaluated.
+
+    A run that is one of several (a baseline run on update, a confirmation run) may leave a
+    metric a judge could not score: it is left out of that metric's band or test and said,
+    as long as another run scored it. The candidate's first run may not."""
     first = dialogues[0]
+    scored = [m for m in METRICS if any(m in d.scores for d in dialogues)]
     path = bands.item_path(item)
     record: dict[str, Any] = {
         "function": function_key(item),
@@ -42,7 +48,7 @@ def check_dialogue(
         "document": first.document_id,
         "scores": dict(first.scores),
         # every run's scores: the baseline runs on update, else the candidate's runs
-        "runs": {m: [d.scores[m] for d in dialogues if m in d.scores] for m in first.scores},
+        "runs": {m: [d.scores[m] for d in dialogues if m in d.scores] for m in scored},
         "turns": sum(len(d.turns) for d in dialogues),
         "dialogues": len(dialogues),
         "rejections": sum(d.rejection_count for d in dialogues),
@@ -65,10 +71,8 @@ def check_dialogue(
 
     for run, d in enumerate(dialogues, 1):
         errors = dict(d.errors)
-        if run > 1:
-            # a confirmation run is evidence the gate drew for itself: a metric a judge could
-            # not score there is left out of that metric's test and said, not a failed item
-            for metric in [m for m in errors if m in METRICS]:
+        if run > 1 or update:
+            for metric in [m for m in errors if m in METRICS and m in scored]:
                 record.setdefault("unscored", []).append(
                     f"run {run}: {metric}: {errors.pop(metric)}")
         problems = [f"{what}: {why}" for what, why in errors.items()]

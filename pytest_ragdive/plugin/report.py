@@ -46,7 +46,7 @@ def write_summary(
             reporter.write_line(f"    where the bot is weak: {spot}")
         for nodeid, record in sorted(results.items()):
             if record.get("function") == row["function"] and record.get("unscored"):
-                reporter.write_line(f"    not scored, left out of the verdict: {nodeid}")
+                reporter.write_line(f"    not scored, left out of its band or verdict: {nodeid}")
                 for line in record["unscored"]:
                     reporter.write_line(f"      {line[:300]}")
         for nodeid, problems in sorted(row.get("left_band", {}).items()):

@@ -133,6 +133,7 @@ class RagdiveSession:
                 item, settings, judges, dialogues, results=self.results,
                 aggregate_file=self.collection.aggregate_files.get(function_key(item)),
                 keep_dialogue=bool(self.options.get("report") or self.options.get("json")),
+                update=self.update,
             )
 
     def check_band(self, item: pytest.Item) -> None:
