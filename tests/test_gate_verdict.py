@@ -192,3 +192,29 @@ def test_a_baseline_run_a_judge_cannot_score_is_left_out_of_its_band_and_said(pr
     failed.assert_outcomes(failed=2)
     failed.stdout.fnmatch_lines(["*the conversation could not be evaluated:*",
                                  "*correctness: * could not be scored*"])
+
+
+def test_a_turn_the_judge_cannot_score_in_the_first_run_is_left_out_and_said(recorded) -> None:
+    from conftest import PROJECT_CONFTEST
+
+    # the first dialogue started (alpha's) garbles: the correctness judge cannot read it
+    recorded.makeconftest(PROJECT_CONFTEST + GARBLING_BOT.replace("self.n == 3", "self.n == 1"))
+    result = recorded.runpytest("-m", "ragdive", "-p", "no:xdist", "--ragdive-confirm-runs=0")
+    result.stdout.fnmatch_lines([
+        "    not scored, left out of its band or verdict: test_bot.py::test_bot[[]alpha[]]",
+        "      run 1: correctness: * could not be scored*'maybe'*"])
+    # missing evidence, not evidence: alpha's item stands on its other metric
+    assert "test_bot.py::test_bot[alpha] PASSED" in recorded.runpytest(
+        "-m", "ragdive", "-p", "no:xdist", "--ragdive-confirm-runs=0", "-v").stdout.str()
+
+
+def test_a_bot_that_leaves_the_judge_nothing_to_score_fails_its_item(project) -> None:
+    from conftest import PROJECT_CONFTEST
+
+    project.makepyfile(test_bot=BODY.replace('["correctness", "forgetfulness"]',
+                                             '["faithfulness"]'))
+    project.makeconftest(PROJECT_CONFTEST.replace('contexts=["a fact"]', "contexts=[]"))
+    result = project.runpytest("-m", "ragdive", "--ragdive-update", "-p", "no:xdist")
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(["*the conversation could not be evaluated:*",
+                                 "*faithfulness: * the RAG returned no contexts*"])

@@ -108,6 +108,8 @@ async def evaluate(
         judged = [t for t in dialogue.turns if metric in t.judgements]
         unscored = [t for t in judged if t.judgements[metric].score is None]
         if unscored:
+            if not any(t.judgements[metric].by_bot for t in unscored):
+                dialogue.judge_gaps.append(metric)
             dialogue.errors[metric] = (
                 f"{len(unscored)} of {len(judged)} turns could not be scored, so there is no "
                 f"mean to compare: " + "; ".join(
@@ -237,7 +239,7 @@ class RagasMetrics:
 
         async def job() -> Judgement:
             if not contexts:
-                return Judgement(reason="not scored: the RAG returned no contexts")
+                return Judgement(reason="not scored: the RAG returned no contexts", by_bot=True)
             result = await self.metrics[metric].ascore(**kwargs)
             value = result.value
             if value is None or not math.isfinite(float(value)):

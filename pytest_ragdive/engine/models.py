@@ -83,6 +83,9 @@ class Judgement(_Model):
 
     score: float | None = Field(default=None, ge=0.0, le=1.0)
     reason: str = ""
+    #: not scored because the bot's answer gave the judge nothing to score (no contexts):
+    #: evidence about the bot, unlike a judge that could not score what it was given
+    by_bot: bool = False
 
 
 class Turn(_Model):
@@ -101,7 +104,8 @@ class Dialogue(_Model):
 
     ``errors`` maps what failed to why: ``"dialogue"`` when the conversation itself
     could not be completed, or a metric name when that metric could not be computed.
-    A metric with an error has no entry in ``scores``.
+    A metric with an error has no entry in ``scores``; ``judge_gaps`` names those whose
+    unscored turns all failed on the judge's side, not the bot's.
     """
 
     document_id: str
@@ -109,6 +113,7 @@ class Dialogue(_Model):
     turns: list[Turn] = Field(default_factory=list)
     scores: dict[str, float] = Field(default_factory=dict)
     errors: dict[str, str] = Field(default_factory=dict)
+    judge_gaps: list[str] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
 
     @property

@@ -86,9 +86,11 @@ def _means(scores: list[dict[str, float]]) -> dict[str, float]:
 
 
 def _band(ran: list[dict[str, Any]]) -> dict[str, Any]:
-    runs = min(len(next(iter(r["runs"].values()))) for r in ran)
+    """The band of the mean over documents of one run each: as many runs as every document
+    has for the metric (a run a judge could not score is left out of its document's)."""
     metrics = sorted(ran[0]["runs"])
-    values = {m: [fmean(r["runs"][m][i] for r in ran) for i in range(runs)] for m in metrics}
+    values = {m: [fmean(r["runs"][m][i] for r in ran)
+                  for i in range(min(len(r["runs"][m]) for r in ran))] for m in metrics}
     return bands.band(values, {**ran[0]["produced_by"], "documents": len(ran)})
 
 

@@ -36,9 +36,10 @@ def check_dialogue(
     """Put the item's result record (sent to the xdist controller) into ``results``, then
     fail the item when one of its dialogues could not be completed or evaluated.
 
-    A run that is one of several (a baseline run on update, a confirmation run) may leave a
-    metric a judge could not score: it is left out of that metric's band or test and said,
-    as long as another run scored it. The candidate's first run may not."""
+    A metric a judge could not score in a run (ragas finding nothing to judge, a reply it
+    could not read) is missing evidence, not evidence: it is left out of that metric's band
+    or test and said; on update, some run must have scored it. A metric left unscored by
+    the bot (no contexts to judge) fails the item."""
     first = dialogues[0]
     scored = [m for m in METRICS if any(m in d.scores for d in dialogues)]
     path = bands.item_path(item)
@@ -71,10 +72,8 @@ def check_dialogue(
 
     for run, d in enumerate(dialogues, 1):
         errors = dict(d.errors)
-        if run > 1 or update:
-            for metric in [m for m in errors if m in METRICS and m in scored]:
-                record.setdefault("unscored", []).append(
-                    f"run {run}: {metric}: {errors.pop(metric)}")
+        for metric in [m for m in d.judge_gaps if m in errors and (m in scored or not update)]:
+            record.setdefault("unscored", []).append(f"run {run}: {metric}: {errors.pop(metric)}")
         problems = [f"{what}: {why}" for what, why in errors.items()]
         if problems:
             pytest.fail("the conversation could not be evaluated:\n  " + "\n  ".join(problems),
