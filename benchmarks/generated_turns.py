@@ -48,8 +48,9 @@ def main(argv: list[str] | None = None) -> int:
     n_follow_ups = leaning = depends = repeated = 0
     keys = supported = unchecked = attempts = 0
     for dialogue in dialogues:
-        if dialogue.errors.get("dialogue"):
-            print(f"{dialogue.document_id}: {dialogue.errors['dialogue'][:200]}")
+        for what in ("dialogue", "generation"):
+            if dialogue.errors.get(what):
+                print(f"{dialogue.document_id}: {dialogue.errors[what][:200]}")
         doc = next(d for d in docs if d.id == dialogue.document_id)
         for turn in dialogue.turns:
             earlier = dialogue.turns[: turn.index - 1]

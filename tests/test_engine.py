@@ -152,7 +152,7 @@ def test_invented_answer_key_and_repeated_question_are_rejected(tmp_path: Path) 
     assert "not copied from the source text" in feedback[0]
     assert "ground_truth states 125" in feedback[1]
     assert dialogue.turns[0].generated.ground_truth == "120 m."
-    assert "asks again what turn 1 asked" in dialogue.errors["dialogue"]
+    assert "asks again what turn 1 asked" in dialogue.errors["generation"]
 
 
 def test_invalid_turn_is_regenerated_with_the_validators_feedback(tmp_path: Path) -> None:
@@ -179,7 +179,7 @@ def test_exhausted_regenerations_end_the_dialogue_naming_turn_and_feedback(tmp_p
     model = scripted({"YesNo": validator("answer_supported")})
     dialogue = run(model, Bot(), tmp_path, max_regenerations=2)
     assert dialogue.turns == [] and dialogue.scores == {}
-    error = dialogue.errors["dialogue"]
+    error = dialogue.errors["generation"]
     assert "turn 1" in error and "all 3 attempts" in error
     assert "ground_truth must answer the question" in error
 
@@ -220,7 +220,7 @@ def test_validation_once_still_applies_the_exact_checks(tmp_path: Path) -> None:
     # an invented answer key is never taken
     invented = scripted({"FirstQuestion": lambda m: {**TALL, "ground_truth": "150 m."}})
     failed = run(invented, Bot(), tmp_path, turns=1, validation="once", max_regenerations=1)
-    assert "ground_truth states 150" in failed.errors["dialogue"]
+    assert "ground_truth states 150" in failed.errors["generation"]
 
 
 def test_judge_without_logprobs_is_read_from_its_text(tmp_path: Path) -> None:

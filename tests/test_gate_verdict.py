@@ -218,3 +218,43 @@ def test_a_bot_that_leaves_the_judge_nothing_to_score_fails_its_item(project) ->
     result.assert_outcomes(failed=2)
     result.stdout.fnmatch_lines(["*the conversation could not be evaluated:*",
                                  "*faithfulness: * the RAG returned no contexts*"])
+
+
+def test_a_confirmation_run_the_generator_cannot_hold_is_left_out_and_said(recorded) -> None:
+    from conftest import PROJECT_CONFTEST
+
+    # a bot without memory leaves its bands, so each document draws confirmation runs; in the
+    # third dialogue held (a confirmation run) the generator asks turn 1 again and again
+    stuck = """
+import itertools
+from pytest_ragdive.llm.scripted_replies import generic
+_dialogues = itertools.count(1)
+
+class Session:
+    def __init__(self, n):
+        self.n = n
+
+    def answer(self, question, history):
+        tag = " (stuck)" if self.n == 3 else ""
+        return ragdive.RagAnswer(answer=f"{question} -> fact (no memory){tag}",
+                                 contexts=["a fact"])
+
+class Bot:
+    def start(self):
+        return Session(next(_dialogues))
+
+def next_question(messages):
+    if "(stuck)" in messages[-1]["content"]:
+        return {"standalone_question": "What is the topic?", "rag_input": "And the topic?",
+                "ground_truth": "The topic.", "question_type": "follow_up"}
+    return generic("NextQuestion")(messages)
+
+JUDGE = scripted({"YesNo": yes, "NextQuestion": next_question}, name="judge")
+"""
+    recorded.makeconftest(PROJECT_CONFTEST + stuck)
+    result = recorded.runpytest("-m", "ragdive", "-p", "no:xdist", "-v")
+    # missing evidence, not a failed item; the verdict decides on the runs that were held
+    result.stdout.fnmatch_lines([
+        "test_bot.py::test_bot[[]alpha[]] PASSED*", "test_bot.py::test_bot[[]beta[]] PASSED*",
+        "    not scored, left out of its band or verdict: test_bot.py::test_bot[[]*[]]",
+        "      run ?: not held: turn 2: the validator rejected all * attempts*asks again*"])

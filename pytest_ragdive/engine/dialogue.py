@@ -15,7 +15,7 @@ from ..llm.errors import ModelError
 from ..llm.library import release_loop
 from ..llm.usage import usage_scope
 from .asking import RagAdapter, ask, start
-from .errors import DialogueError
+from .errors import DialogueError, GenerationError
 from .evaluator import evaluate
 from .judges import Judges
 from .models import Dialogue, Document, Message, Turn
@@ -53,10 +53,10 @@ async def arun_dialogue(
 ) -> Dialogue:
     """Hold a ``turns``-turn conversation about ``document`` with ``adapter`` and score it.
 
-    Failures of this dialogue (the adapter raising or timing out, the validator
-    rejecting every attempt at a turn, a missing recording) end it with
-    ``dialogue.errors["dialogue"]`` set; they are not raised, so that other dialogues
-    running alongside go on. ``validation="once"`` is the paper's single-iteration
+    Failures of this dialogue (the adapter raising or timing out, a missing recording) end
+    it with ``dialogue.errors["dialogue"]`` set, the validator rejecting every attempt at a
+    turn with ``dialogue.errors["generation"]``; they are not raised, so that other
+    dialogues running alongside go on. ``validation="once"`` is the paper's single-iteration
     set-up: only a turn's first attempt is checked, and a rejected turn is regenerated
     once with the feedback and used unchecked (``max_regenerations`` does not apply).
     ``seed`` seeds the generator's sampling; a new seed gives
@@ -90,6 +90,8 @@ async def arun_dialogue(
                 f"(stopped after {len(dialogue.turns)} turns); raise the dialogue timeout "
                 f"or look for a slow model or adapter"
             )
+        except GenerationError as exc:
+            dialogue.errors["generation"] = str(exc)
         except (DialogueError, CacheMiss, ModelError) as exc:
             dialogue.errors["dialogue"] = str(exc)
     report(document.id, len(dialogue.turns), "done")

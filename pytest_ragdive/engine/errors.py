@@ -3,3 +3,8 @@
 
 class DialogueError(Exception):
     """The conversation could not be completed; the message names the turn and cause."""
+
+
+class GenerationError(DialogueError):
+    """The generator wrote no turn the validator accepts: a failure of the test's own
+    harness, not evidence about the bot."""

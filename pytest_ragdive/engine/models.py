@@ -103,7 +103,8 @@ class Dialogue(_Model):
     """A finished, evaluated conversation about one document.
 
     ``errors`` maps what failed to why: ``"dialogue"`` when the conversation itself
-    could not be completed, or a metric name when that metric could not be computed.
+    could not be completed, ``"generation"`` when the generator wrote no turn the validator
+    accepts, or a metric name when that metric could not be computed.
     A metric with an error has no entry in ``scores``; ``judge_gaps`` names those whose
     unscored turns all failed on the judge's side, not the bot's.
     """

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from ..llm.client import LLMClient
 from ..llm.errors import ReplyError
-from .errors import DialogueError
+from .errors import DialogueError, GenerationError
 from .generator import generate_turn
 from .judges import Judges
 from .models import Dialogue, Document, GeneratedTurn, Rejection
@@ -82,7 +82,7 @@ async def next_turn(
                 f"{feedback}); give it the \"document\" it concerns in the openers file, or "
                 f"leave it out")
         else:
-            raise DialogueError(
+            raise GenerationError(
                 f"turn {index}: the validator rejected all {max_regenerations + 1} attempts "
                 f"(max_regenerations={max_regenerations}); last feedback: {feedback}"
             )

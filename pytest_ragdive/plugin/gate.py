@@ -38,8 +38,9 @@ def check_dialogue(
 
     A metric a judge could not score in a run (ragas finding nothing to judge, a reply it
     could not read) is missing evidence, not evidence: it is left out of that metric's band
-    or test and said; on update, some run must have scored it. A metric left unscored by
-    the bot (no contexts to judge) fails the item."""
+    or test and said; on update, some run must have scored it. So is a run that is one of
+    several (a baseline or confirmation run) whose generator wrote no acceptable turn. A
+    metric left unscored by the bot (no contexts to judge) fails the item."""
     first = dialogues[0]
     scored = [m for m in METRICS if any(m in d.scores for d in dialogues)]
     path = bands.item_path(item)
@@ -72,6 +73,9 @@ def check_dialogue(
 
     for run, d in enumerate(dialogues, 1):
         errors = dict(d.errors)
+        if "generation" in errors and (run > 1 or update) and scored:
+            record.setdefault("unscored", []).append(
+                f"run {run}: not held: {errors.pop('generation')}")
         for metric in [m for m in d.judge_gaps if m in errors and (m in scored or not update)]:
             record.setdefault("unscored", []).append(f"run {run}: {metric}: {errors.pop(metric)}")
         problems = [f"{what}: {why}" for what, why in errors.items()]
