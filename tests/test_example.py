@@ -21,15 +21,12 @@ pytestmark = pytest.mark.embedded
 #: (None: none did). What each asserts is the gate's reading of that recording: its exit code,
 #: its verdict, and that it shows where to look.
 SESSIONS = [
-    pytest.param({}, 100, "inconclusive", "correctness", id="accepted-100"),
-    pytest.param({"RAGBOT_HISTORY": "none"}, 100, "inconclusive", "forgetfulness",
+    pytest.param({}, 100, "passed", None, id="accepted-100"),
+    pytest.param({"RAGBOT_HISTORY": "none"}, 100, "inconclusive", "context_recall",
                  id="history-none-100"),
-    pytest.param({"RAGBOT_HISTORY": "first"}, 100, "passed", None, id="history-first-100"),
-    pytest.param({}, 110, "inconclusive", "correctness", id="accepted-110"),
-    pytest.param({"RAGBOT_HISTORY": "none"}, 110, "inconclusive", "forgetfulness",
-                 id="history-none-110"),
-    pytest.param({"RAGBOT_HISTORY": "first"}, 110, "passed", None, id="history-first-110"),
-    pytest.param({"RAGBOT_TOP_K": "1"}, 100, "regressed", "correctness", id="top-k-1-100"),
+    pytest.param({"RAGBOT_HISTORY": "first"}, 100, "inconclusive", "faithfulness",
+                 id="history-first-100"),
+    pytest.param({"RAGBOT_TOP_K": "1"}, 100, "inconclusive", "faithfulness", id="top-k-1-100"),
 ]
 
 

@@ -20,6 +20,11 @@ if TYPE_CHECKING:
     from .scheduling import Progress, Runner
 
 
+#: how many times a check holds a document's first conversation again when the generator
+#: wrote no turn the validator accepts (the failed runs are listed, "not held")
+HELD_AGAIN = 2
+
+
 class Runs:
     """The dialogues of the session's items; ``notes`` gathers what the summary says."""
 
@@ -116,9 +121,16 @@ class Runs:
                 if doc is not None and hasattr(doc, "text"):
                     submit(other, doc)
         dialogues = progress.wait(own)
+        last = first
+        while (not self.update and "generation" in dialogues[0].errors
+               and last < first + HELD_AGAIN):
+            # the generator, not the bot, failed: the check holds its conversation again
+            last += 1
+            dialogues = [*progress.wait([runner.submit((item.nodeid, last),
+                                                       start(document, last))]), *dialogues]
         if confirming and settings.confirm_runs and self._looks_worse(item, settings, judges,
                                                                       dialogues[0]):
-            more = range(first + 1, first + 1 + settings.confirm_runs)
+            more = range(last + 1, last + 1 + settings.confirm_runs)
             dialogues += progress.wait([runner.submit((item.nodeid, seed), start(document, seed))
                                         for seed in more])
         self.dialogues[item.nodeid] = (settings, judges, dialogues)
