@@ -301,3 +301,16 @@ JUDGE = scripted({"YesNo": yes, "NextQuestion": next_question}, name="judge")
         "    not scored, left out of its band or verdict: test_bot.py::test_bot[[]alpha[]]",
         "      run 2: not held: turn 2: the validator rejected all * attempts*asks again*"])
     assert result.ret == pytest.ExitCode.OK
+
+
+def test_a_first_run_with_a_metric_the_judge_could_not_score_still_draws_confirmation(
+    recorded,
+) -> None:
+    from conftest import PROJECT_CONFTEST
+
+    # alpha's first run: correctness unreadable, forgetfulness out of its band (no memory)
+    recorded.makeconftest(PROJECT_CONFTEST + GARBLING_BOT.replace("self.n == 3", "self.n == 1"))
+    recorded.runpytest("-m", "ragdive", "-p", "no:xdist", "--ragdive-json=run.json")
+    (test,) = RunRecord.model_validate_json((recorded.path / "run.json").read_text()).tests
+    runs = {item.document_id: item.runs for item in test.items}
+    assert runs == {"alpha": 3, "beta": 3}

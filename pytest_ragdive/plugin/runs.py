@@ -142,8 +142,8 @@ class Runs:
         from . import bands
         from .gate import leaves_band, produced_by
 
-        if dialogue.errors:
-            return False
+        if set(dialogue.errors) - set(dialogue.judge_gaps):
+            return False  # it failed; a metric the judge could not score is only missing
         names = {role: model.label for role, model in judges.models.items()}
         return leaves_band(bands.item_path(item), produced_by(settings, names), dialogue.scores,
                            self.options.get("band_margin"))
