@@ -29,12 +29,13 @@ EXAMPLE = Path(__file__).resolve().parents[1] / "example_project"
 #: same requests
 CACHE = ".ragdive/unseen"
 #: variant -> (environment of the bot, the seeds recorded in CACHE; a check at seed N also
-#: holds N+1 and N+2 where it drew confirmation runs, so recorded seeds are 10 apart)
+#: holds N+1, N+2, ... where it drew confirmation runs or held a run again, so recorded seeds
+#: are 10 apart)
 VARIANTS: dict[str, tuple[dict[str, str], tuple[int, ...]]] = {
-    "accepted": ({}, (100,)),
-    "history none": ({"RAGBOT_HISTORY": "none"}, (100,)),
+    "accepted": ({}, (100, 110, 120)),
+    "history none": ({"RAGBOT_HISTORY": "none"}, (100, 110, 120)),
     "history first": ({"RAGBOT_HISTORY": "first"}, (100,)),
-    "top_k 1": ({"RAGBOT_TOP_K": "1"}, (100,)),
+    "top_k 1": ({"RAGBOT_TOP_K": "1"}, (100, 110)),
 }
 
 

@@ -22,11 +22,17 @@ pytestmark = pytest.mark.embedded
 #: its verdict, and that it shows where to look.
 SESSIONS = [
     pytest.param({}, 100, "passed", None, id="accepted-100"),
+    pytest.param({}, 110, "passed", None, id="accepted-110"),
+    pytest.param({}, 120, "passed", None, id="accepted-120"),
     pytest.param({"RAGBOT_HISTORY": "none"}, 100, "inconclusive", "context_recall",
                  id="history-none-100"),
+    pytest.param({"RAGBOT_HISTORY": "none"}, 110, "inconclusive", "correctness",
+                 id="history-none-110"),
+    pytest.param({"RAGBOT_HISTORY": "none"}, 120, "passed", None, id="history-none-120"),
     pytest.param({"RAGBOT_HISTORY": "first"}, 100, "inconclusive", "faithfulness",
                  id="history-first-100"),
     pytest.param({"RAGBOT_TOP_K": "1"}, 100, "inconclusive", "faithfulness", id="top-k-1-100"),
+    pytest.param({"RAGBOT_TOP_K": "1"}, 110, "inconclusive", "faithfulness", id="top-k-1-110"),
 ]
 
 
@@ -95,10 +101,11 @@ def test_the_gate_on_a_committed_unseen_seed(
                                      "      turn * (*): *"])
 
 
-def test_the_band_rule_fails_the_accepted_bot_at_an_unseen_seed(
-    pytester: pytest.Pytester, example: Path
+def test_the_band_rule_fails_a_session_the_permutation_verdict_cannot_decide(
+    pytester: pytest.Pytester, example: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # the paper's rule on the same recording: one item leaves its three-run band by chance
+    # the paper's rule on the same recording: one item outside its three-run band fails it
+    monkeypatch.setenv("RAGBOT_TOP_K", "1")
     result = replay(pytester, "--ragdive-cache-dir=.ragdive/unseen", "--ragdive-seed=100",
                     "--ragdive-verdict=band")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
