@@ -252,12 +252,16 @@ def next_question(messages):
 JUDGE = scripted({"YesNo": yes, "NextQuestion": next_question}, name="judge")
 """
     recorded.makeconftest(PROJECT_CONFTEST + stuck)
-    result = recorded.runpytest("-m", "ragdive", "-p", "no:xdist", "-v")
+    result = recorded.runpytest("-m", "ragdive", "-p", "no:xdist", "-v",
+                                "--ragdive-report=report.html")
     # missing evidence, not a failed item; the verdict decides on the runs that were held
     result.stdout.fnmatch_lines([
         "test_bot.py::test_bot[[]alpha[]] PASSED*", "test_bot.py::test_bot[[]beta[]] PASSED*",
         "    not scored, left out of its band or verdict: test_bot.py::test_bot[[]*[]]",
         "      run ?: not held: turn 2: the validator rejected all * attempts*asks again*"])
+    # and the report says it on the item
+    report = (recorded.path / "report.html").read_text()
+    assert "Not scored, left out of its band or verdict:" in report and "not held: turn 2" in report
 
 
 def test_a_first_run_the_generator_cannot_hold_is_held_again_with_the_next_seed(
