@@ -160,6 +160,35 @@ JUDGE = scripted({"YesNo": judged}, name="judge")
 '''
 
 
+#: a conftest tail: in the STUCK-th dialogue held, the generator asks turn 1 again and again
+STUCK_GENERATOR = """
+import itertools
+from pytest_ragdive.llm.scripted_replies import generic
+_dialogues = itertools.count(1)
+
+class Session:
+    def __init__(self, n):
+        self.n = n
+
+    def answer(self, question, history):
+        tag = " (stuck)" if self.n == STUCK else ""
+        return ragdive.RagAnswer(answer=f"{question} -> fact (MEMORY){tag}",
+                                 contexts=["a fact"])
+
+class Bot:
+    def start(self):
+        return Session(next(_dialogues))
+
+def next_question(messages):
+    if "(stuck)" in messages[-1]["content"]:
+        return {"standalone_question": "What is the topic?", "rag_input": "And the topic?",
+                "ground_truth": "The topic.", "question_type": "follow_up"}
+    return generic("NextQuestion")(messages)
+
+JUDGE = scripted({"YesNo": yes, "NextQuestion": next_question}, name="judge")
+"""
+
+
 def test_a_confirmation_run_a_judge_cannot_score_is_left_out_and_said(recorded) -> None:
     from conftest import PROJECT_CONFTEST
 
@@ -225,32 +254,7 @@ def test_a_confirmation_run_the_generator_cannot_hold_is_left_out_and_said(recor
 
     # a bot without memory leaves its bands, so each document draws confirmation runs; in the
     # third dialogue held (a confirmation run) the generator asks turn 1 again and again
-    stuck = """
-import itertools
-from pytest_ragdive.llm.scripted_replies import generic
-_dialogues = itertools.count(1)
-
-class Session:
-    def __init__(self, n):
-        self.n = n
-
-    def answer(self, question, history):
-        tag = " (stuck)" if self.n == 3 else ""
-        return ragdive.RagAnswer(answer=f"{question} -> fact (no memory){tag}",
-                                 contexts=["a fact"])
-
-class Bot:
-    def start(self):
-        return Session(next(_dialogues))
-
-def next_question(messages):
-    if "(stuck)" in messages[-1]["content"]:
-        return {"standalone_question": "What is the topic?", "rag_input": "And the topic?",
-                "ground_truth": "The topic.", "question_type": "follow_up"}
-    return generic("NextQuestion")(messages)
-
-JUDGE = scripted({"YesNo": yes, "NextQuestion": next_question}, name="judge")
-"""
+    stuck = STUCK_GENERATOR.replace("STUCK", "3").replace("MEMORY", "no memory")
     recorded.makeconftest(PROJECT_CONFTEST + stuck)
     result = recorded.runpytest("-m", "ragdive", "-p", "no:xdist", "-v",
                                 "--ragdive-report=report.html")
@@ -270,32 +274,7 @@ def test_a_first_run_the_generator_cannot_hold_is_held_again_with_the_next_seed(
     from conftest import PROJECT_CONFTEST
 
     # the first dialogue held (alpha's) gets follow-ups that ask turn 1 again and again
-    stuck = """
-import itertools
-from pytest_ragdive.llm.scripted_replies import generic
-_dialogues = itertools.count(1)
-
-class Session:
-    def __init__(self, n):
-        self.n = n
-
-    def answer(self, question, history):
-        tag = " (stuck)" if self.n == 1 else ""
-        return ragdive.RagAnswer(answer=f"{question} -> fact (recalls {len(history)}){tag}",
-                                 contexts=["a fact"])
-
-class Bot:
-    def start(self):
-        return Session(next(_dialogues))
-
-def next_question(messages):
-    if "(stuck)" in messages[-1]["content"]:
-        return {"standalone_question": "What is the topic?", "rag_input": "And the topic?",
-                "ground_truth": "The topic.", "question_type": "follow_up"}
-    return generic("NextQuestion")(messages)
-
-JUDGE = scripted({"YesNo": yes, "NextQuestion": next_question}, name="judge")
-"""
+    stuck = STUCK_GENERATOR.replace("STUCK", "1").replace("MEMORY", "recalls {len(history)}")
     recorded.makeconftest(PROJECT_CONFTEST + stuck)
     result = recorded.runpytest("-m", "ragdive", "-p", "no:xdist", "-v")
     # the test's own harness failed, not the bot: alpha is held again and decided on that
