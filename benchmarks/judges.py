@@ -65,19 +65,20 @@ def report_judge(metric: str, label: str, dev: list[dict[str, Any]], dev_answers
                  heldout_answers: list[list[float]] | None = None,
                  group: str = "document") -> list[dict[str, Any]]:
     threshold = JUDGES[metric].threshold
-    p_yes = [combine(a) for a in dev_answers]
+    p_yes = [combine(metric, a) for a in dev_answers]
     labels = [int(c[label]) for c in dev]
     scores = [score_one(metric, p) for p in p_yes]
     rows = [row(f"{metric}, threshold {threshold} (the package's)", verdicts(metric, p_yes),
                 labels, scores, seconds),
             row(f"{metric}, threshold fitted per held-out {group}",
                 held_out(scores, labels, [c[group] for c in dev]), labels, scores)]
-    if len(dev_answers[0]) == 2:  # what the negated question buys
+    if len(dev_answers[0]) == 2:  # what the second call (negation or answer key) buys
+        second = "answer key" if JUDGES[metric].against_key else "negation"
         asked = [score_one(metric, a[0]) for a in dev_answers]
-        rows.append(row(f"{metric}, the question alone (no negation), fitted per held-out {group}",
+        rows.append(row(f"{metric}, the question alone (no {second}), fitted per held-out {group}",
                         held_out(asked, labels, [c[group] for c in dev]), labels, asked))
     if heldout is not None and heldout_answers is not None:
-        p_held = [combine(a) for a in heldout_answers]
+        p_held = [combine(metric, a) for a in heldout_answers]
         rows.append(row(f"{metric}, threshold {threshold}, **held-out set**",
                         verdicts(metric, p_held), [int(c[label]) for c in heldout],
                         [score_one(metric, p) for p in p_held]))
@@ -88,12 +89,15 @@ def agreement(name: str, cases: list[dict[str, Any]],
               by_metric: dict[str, list[list[float]]]) -> dict[str, Any]:
     """How often the two multi-turn verdicts disagree ("kept the thread" against
     "consistent"), against how often the labels do, and the correlation of the scores."""
-    forgot = verdicts("forgetfulness", [combine(a) for a in by_metric["forgetfulness"]])
+    def p_yes(metric: str) -> list[float]:
+        return [combine(metric, a) for a in by_metric[metric]]
+
+    forgot = verdicts("forgetfulness", p_yes("forgetfulness"))
     kept = [1 - v for v in forgot]
-    consistent = verdicts("context_retention", [combine(a) for a in by_metric["context_retention"]])
+    consistent = verdicts("context_retention", p_yes("context_retention"))
     labelled = [(1 - c["forgetfulness"], c["context_retention"]) for c in cases]
-    f_scores = [1 - score_one("forgetfulness", combine(a)) for a in by_metric["forgetfulness"]]
-    r_scores = [score_one("context_retention", combine(a)) for a in by_metric["context_retention"]]
+    f_scores = [1 - score_one("forgetfulness", p) for p in p_yes("forgetfulness")]
+    r_scores = [score_one("context_retention", p) for p in p_yes("context_retention")]
     figures = {
         "set": name, "cases": len(cases),
         "verdicts_disagree": sum(k != c for k, c in zip(kept, consistent)),
@@ -133,7 +137,7 @@ async def correctness(client: LLMClient, model: str) -> list[dict[str, Any]]:
     cases += load(HERE / "correctness_sources.jsonl")
     got, seconds = await answers(client, model, "correctness", cases)
     rows = report_judge("correctness", "label", cases, got, seconds, group="source")
-    p_yes = [combine(a) for a in got]
+    p_yes = [combine("correctness", a) for a in got]
     labels = [int(c["label"]) for c in cases]
     sources = [c["source"] for c in cases]
     fitted = held_out(p_yes, labels, sources)  # each source with a threshold from the others

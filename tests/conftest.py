@@ -49,7 +49,7 @@ def yes(messages):
     multi_turn = prompt.startswith(("Question:", "The conversation so far:"))
     reply = prompt.rsplit("eply: ", 1)[-1]  # the judged reply ("Reply:", "Latest reply:")
     good = 0.1 if multi_turn and "Reference answer" not in prompt and "(no memory)" in reply else 0.9
-    return 1 - good if "fail to answer" in prompt or "contradict something" in prompt else good
+    return 1 - good if "contradict something" in prompt else good
 
 JUDGE = scripted({"YesNo": yes}, name="judge")
 

@@ -35,5 +35,5 @@ def test_full_cycle(project, update_args, monkeypatch):
     out = regressed.stdout.str()
     assert "forgetfulness = 1.000, band [0.000, 0.000] (worse)" in out
     assert ("turn 2 ('And the second fact about it?'): the reply does not answer what the user "
-            "meant (P(yes) 0.10)") in out
+            "meant (P(yes) 0.10, 0.90 for the answer key)") in out
     assert regressed.ret == 1

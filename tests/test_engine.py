@@ -73,19 +73,18 @@ def test_scores_average_the_turn_verdicts_with_the_paper_directions(tmp_path: Pa
             if "User: And the second fact about it?\nLatest reply:" in prompt:
                 return 0.8 if "contradict something" in prompt else 0.2
             return 0.4 if "contradict something" in prompt else 0.8  # turn 3: (0.8 + 0.6) / 2
-        if prompt.startswith("Question: What is the third fact"):
-            answers = 0.3  # turn 3's reply misses what the user meant
-        else:
-            answers = 0.9
-        return 1 - answers if "fail to answer" in prompt else answers
+        if prompt.startswith("Question: What is the third fact") and "Reply: It is" in prompt:
+            return 0.3  # turn 3's reply misses what the user meant (its answer key: 0.9)
+        return 0.9
 
     dialogue = run(scripted({"YesNo": yes}), Bot(), tmp_path)
     assert dialogue.scores["correctness"] == pytest.approx(2 / 3)
     # 0 is best: turn 2 kept the thread, turn 3 lost it
     assert dialogue.scores["forgetfulness"] == 0.5
     assert dialogue.turns[2].judgements["forgetfulness"].reason == (
-        "the reply does not answer what the user meant (P(yes) 0.30)")
-    assert dialogue.turns[1].judgements["forgetfulness"].reason.endswith("(P(yes) 0.90)")
+        "the reply does not answer what the user meant (P(yes) 0.30, 0.90 for the answer key)")
+    assert dialogue.turns[1].judgements["forgetfulness"].reason.endswith(
+        "(P(yes) 0.90, 0.90 for the answer key)")
     # retention is another judgement: turn 2 contradicted the conversation, turn 3 did not
     assert dialogue.scores["context_retention"] == 0.5
     assert [t.judgements["context_retention"].score for t in dialogue.turns[1:]] == [0.0, 1.0]

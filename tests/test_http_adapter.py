@@ -495,8 +495,7 @@ def yes(messages):
     """The multi-turn judges find that a reply with no memory misses what the user meant."""
     prompt = messages[-1]["content"]
     multi_turn = prompt.startswith("Question:") and "Reference answer" not in prompt
-    answers = 0.1 if multi_turn and "(no memory)" in prompt else 0.9
-    return 1 - answers if "fail to answer" in prompt else answers
+    return 0.1 if multi_turn and "(no memory)" in prompt else 0.9
 
 @pytest.fixture(scope="session")
 def ragdive_adapter():

@@ -25,7 +25,7 @@ def eval_chains(turns: int, contexts: int) -> list[tuple[str, int]]:
     (WithReference).ascore awaits one call per retrieved context in a ``for`` loop (one
     call after the other, not gathered); ContextRecall.ascore makes one call over the
     joined contexts. The binary judges make one yes/no call per question they ask, at
-    once (``evaluator.JUDGES``: a debiased one asks its negation too); the multi-turn
+    once (``evaluator.JUDGES``: a debiased one also asks its negation, or about the answer key); the multi-turn
     ones start at turn 2.
     """
     chains: list[tuple[str, int]] = []
@@ -33,7 +33,7 @@ def eval_chains(turns: int, contexts: int) -> list[tuple[str, int]]:
         chains += [("faithfulness", 2), ("context_precision", contexts), ("context_recall", 1)]
         for metric, judge in JUDGES.items():
             if turn > 1 or metric not in MULTI_TURN_METRICS:
-                chains += [(metric, 1)] * (1 + (judge.negation is not None))
+                chains += [(metric, 1)] * (1 + bool(judge.negation or judge.against_key))
     return chains
 
 

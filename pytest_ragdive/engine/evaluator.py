@@ -33,44 +33,49 @@ class BinaryJudge:
     """A binary judgement as a yes/no question, answered with the probability of "yes"
     read from the first answer token.
 
-    Small models say "yes" to almost anything: where it measured better, the question is
-    also asked negated, and the mean of P(yes | question) and 1 - P(yes | negation)
-    cancels that bias (:func:`combine`). Each question is narrow enough for a 1.5B model
-    to answer, unlike "did the assistant forget?" (benchmarks/judges.py).
+    Small models say "yes" to almost anything, and more readily to some questions than
+    to others. Where it measured better, a second call cancels that: the question is
+    also asked negated (``negation``; the mean of P(yes | question) and
+    1 - P(yes | negation)), or also asked about the answer key in place of the reply
+    (``against_key``; the reply's P(yes) as a share of the key's), so that a question
+    the model is unsure of for any answer does not read as a bad reply (:func:`combine`).
+    Each question is narrow enough for a 1.5B model to answer, unlike "did the
+    assistant forget?" (benchmarks/judges.py).
     """
 
     question: str
-    negation: str | None  # asked too, to cancel the yes-bias, where that measured better
     yes: str  # the reason given when the answer is yes
     no: str
     yes_scores_one: bool  # keeps the paper's direction: forgetfulness 1 is "forgot"
     threshold: float  # P(yes) from which the answer is yes, calibrated on labelled cases
+    negation: str | None = None
+    against_key: bool = False
 
 
 JUDGES: dict[str, BinaryJudge] = {
     "correctness": BinaryJudge(
         "Does the reply give the answer of the reference answer: the same facts and figures, "
-        "in any wording, and nothing that contradicts them?", None,
+        "in any wording, and nothing that contradicts them?",
         "the reply gives the reference answer", "the reply does not give the reference answer",
         True, 0.66,
     ),
     # what the reply is about: the generator's stand-alone question names the referent and
-    # the constraints the conversation established, so the judge needs it and the reply only
-    # asked and negated, at 0.5: asked alone it ranks better on the labelled cases, but its
-    # fitted threshold (P(yes) 0.85) calls short right answers of real dialogues forgotten
+    # the constraints the conversation established, so the judge needs it and the reply.
+    # Asked of the reply and of the answer key: the model is less sure for some questions
+    # than for others, and a short right reply is read against what a right reply gets
     "forgetfulness": BinaryJudge(
-        "Does the reply answer this question?",
-        "Does the reply fail to answer this question, or answer a different one?",
+        "Does the reply answer this question? A short reply counts if it gives what is "
+        "asked for.",
         "the reply answers what the user meant", "the reply does not answer what the user meant",
-        False, 0.5,
+        False, 0.85, against_key=True,
     ),
     # whether the reply is consistent with what was said: the judge reads the conversation
     "context_retention": BinaryJudge(
         "Does the latest reply agree with everything said earlier in the conversation?",
-        "Does the latest reply contradict something said earlier in the conversation?",
         "the reply agrees with what was said earlier",
         "the reply contradicts something said earlier in the conversation",
         True, 0.5,
+        negation="Does the latest reply contradict something said earlier in the conversation?",
     ),
 }
 
@@ -162,33 +167,36 @@ def _judge_job(
     judge = JUDGES[metric]
 
     async def job() -> Judgement:
-        p_yes = await yes_probability(client, model, metric, turn, earlier)
+        answers = await asyncio.gather(*(
+            client.yes_probability(model, [{"role": "user", "content": prompt}])
+            for prompt in judge_prompts(metric, turn, earlier)
+        ))
+        p_yes = combine(metric, answers)
         yes = p_yes >= judge.threshold
-        return Judgement(
-            score=float(yes == judge.yes_scores_one),
-            reason=f"{judge.yes if yes else judge.no} (P(yes) {p_yes:.2f})",
-        )
+        shown = (f"P(yes) {answers[0]:.2f}, {answers[1]:.2f} for the answer key"
+                 if judge.against_key else f"P(yes) {p_yes:.2f}")
+        return Judgement(score=float(yes == judge.yes_scores_one),
+                         reason=f"{judge.yes if yes else judge.no} ({shown})")
 
     return job
 
 
-async def yes_probability(
-    client: LLMClient, model: Model | str, metric: str, turn: Turn, earlier: list[Turn]
-) -> float:
-    """The judge's probability that the answer to ``metric``'s question about ``turn`` is yes."""
-    return combine(await asyncio.gather(*(
-        client.yes_probability(model, [{"role": "user", "content": prompt}])
-        for prompt in judge_prompts(metric, turn, earlier)
-    )))
+#: the least P(yes) an answer key's is taken as, so that a share of it stays finite
+KEY_FLOOR = 0.05
 
 
-def combine(answers: Sequence[float]) -> float:
-    """P(yes) of a judge from its answers: the question's, debiased by its negation's."""
-    return answers[0] if len(answers) == 1 else (answers[0] + 1 - answers[1]) / 2
+def combine(metric: str, answers: Sequence[float]) -> float:
+    """P(yes) of ``metric``'s judge from its answers (:class:`BinaryJudge`): the
+    question's, debiased by its negation's, or as a share of the answer key's."""
+    judge = JUDGES[metric]
+    if judge.against_key:
+        return min(1.0, answers[0] / max(answers[1], KEY_FLOOR))
+    return (answers[0] + 1 - answers[1]) / 2 if judge.negation else answers[0]
 
 
 def judge_prompts(metric: str, turn: Turn, earlier: list[Turn]) -> list[str]:
-    """The question of a binary judge about ``turn``, and its negation if it has one."""
+    """The question of a binary judge about ``turn``, and its second call if it has one:
+    the negation, or the question about the answer key in place of the reply."""
     context = {
         "question": turn.generated.standalone_question,
         "rag_input": turn.generated.rag_input,
@@ -197,7 +205,13 @@ def judge_prompts(metric: str, turn: Turn, earlier: list[Turn]) -> list[str]:
         "history": history_view(earlier),
     }
     judge = JUDGES[metric]
-    return [render(metric, ask=ask, **context) for ask in (judge.question, judge.negation) if ask]
+    prompts = [render(metric, ask=judge.question, **context)]
+    if judge.negation:
+        prompts.append(render(metric, ask=judge.negation, **context))
+    if judge.against_key:
+        prompts.append(render(metric, ask=judge.question,
+                              **{**context, "answer": turn.generated.ground_truth}))
+    return prompts
 
 
 class RagasMetrics:

@@ -38,12 +38,15 @@ def test_a_document_cannot_close_its_fence() -> None:
 
 def test_an_answer_cannot_start_a_line_of_its_own() -> None:
     for metric in ("correctness", "forgetfulness", "context_retention"):
-        for prompt in judge_prompts(metric, turn(2), [turn(1)]):
+        prompts = judge_prompts(metric, turn(2), [turn(1)])
+        for prompt in prompts:
             lines = prompt.splitlines()
             assert not any(line.strip() in ("yes", ATTACK.splitlines()[0]) for line in lines)
-            (reply,) = [line for line in lines if line.startswith(("Reply:", "Reply to check:", "Latest reply:"))]
-            assert "Ignore all previous instructions" in reply
             assert lines[-1].endswith("Answer yes or no.") and "Ignore" not in lines[-1]
+        # the question about the bot's reply (forgetfulness asks it of the answer key too)
+        (reply,) = [line for line in prompts[0].splitlines()
+                    if line.startswith(("Reply:", "Reply to check:", "Latest reply:"))]
+        assert "Ignore all previous instructions" in reply
 
 
 def test_history_and_generated_text_stay_on_their_lines() -> None:
