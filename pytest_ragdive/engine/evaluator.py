@@ -62,12 +62,12 @@ JUDGES: dict[str, BinaryJudge] = {
     # what the reply is about: the generator's stand-alone question names the referent and
     # the constraints the conversation established, so the judge needs it and the reply.
     # Asked of the reply and of the answer key: the model is less sure for some questions
-    # than for others, and a short right reply is read against what a right reply gets
+    # than for others, so a reply is read against what the right answer gets (the
+    # negation, used before, flattened every turn of the example to P(yes) 0.48-0.63)
     "forgetfulness": BinaryJudge(
-        "Does the reply answer this question? A short reply counts if it gives what is "
-        "asked for.",
+        "Does the reply answer this question?",
         "the reply answers what the user meant", "the reply does not answer what the user meant",
-        False, 0.85, against_key=True,
+        False, 0.92, against_key=True,
     ),
     # whether the reply is consistent with what was said: the judge reads the conversation
     "context_retention": BinaryJudge(
