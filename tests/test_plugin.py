@@ -91,6 +91,24 @@ def test_stale_and_corrupt_baselines_fail_clearly_and_are_kept(project):
     assert alpha.read_text() == "{ not json"
 
 
+def test_a_band_scored_by_other_prompts_is_stale(project):
+    """A band records the digest of the package's prompts and judges; after an upgrade
+    that changed them, its numbers measured something else."""
+    ragdive(project, "--ragdive-update").assert_outcomes(passed=2)
+    alpha = project.path / "__ragdive__" / "test_bot" / "test_bot[alpha].json"
+    doc = json.loads(alpha.read_text())
+    recorded = doc["produced_by"]["prompts"]
+    assert recorded.startswith("sha256 ")
+    doc["produced_by"]["prompts"] = "sha256 000000000000"  # as an older version wrote it
+    alpha.write_text(json.dumps(doc))
+
+    stale = ragdive(project)
+    stale.assert_outcomes(failed=1, passed=2)  # the other item, and the verdict over it
+    stale.stdout.fnmatch_lines([
+        f"*recorded for other settings (prompts: 'sha256 000000000000' -> '{recorded}'); it is "
+        "stale. Record it again with:", "*--ragdive-update*"])
+
+
 def test_unknown_marker_option_is_a_collection_error(pytester):
     pytester.makepyfile("""
         import pytest_ragdive as ragdive

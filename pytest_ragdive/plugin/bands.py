@@ -117,7 +117,7 @@ def stale_reason(doc: dict[str, Any], produced_by: dict[str, Any]) -> str | None
     old = doc["produced_by"]
     changed = [
         f"{key}: {old.get(key)!r} -> {produced_by.get(key)!r}"
-        for key in ("turns", "role", "metrics", "judges", "openers")
+        for key in ("turns", "role", "metrics", "judges", "prompts", "openers")
         if old.get(key) != produced_by.get(key)
     ]
     return "; ".join(changed) or None

@@ -5,6 +5,7 @@ it is kept as the place to look, and the test function's verdict decides (``deci
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections import Counter
 from pathlib import Path
@@ -84,11 +85,29 @@ def check_dialogue(
                         pytrace=False)
 
 
+@functools.cache
+def prompts_digest() -> str:
+    """The method's prompts and judge questions and thresholds, as a digest: a band scored
+    by other ones measured something else."""
+    from importlib.resources import files
+
+    from ..engine.evaluator import JUDGES
+
+    folder = files("pytest_ragdive.prompts")
+    texts = sorted(f"{entry.name}\n{entry.read_text(encoding='utf-8')}"
+                   for entry in [*folder.iterdir(), *folder.joinpath("roles").iterdir()]
+                   if entry.name.endswith(".j2"))
+    digest = hashlib.sha256("\n".join([*texts, repr(sorted(JUDGES.items()))]).encode())
+    return f"sha256 {digest.hexdigest()[:12]}"
+
+
 def produced_by(settings: ItemSettings, judges: dict[str, str]) -> dict[str, Any]:
-    """What a band must have been recorded with to judge an item of these settings (the
-    openers, where there are any, by their number and digest)."""
+    """What a band must have been recorded with to judge an item of these settings: the
+    settings, the judges, the package's prompts (by digest) and the openers, where there
+    are any, by their number and digest."""
     produced: dict[str, Any] = {"turns": settings.turns, "role": settings.role,
-                                "metrics": list(settings.metrics), "judges": judges}
+                                "metrics": list(settings.metrics), "judges": judges,
+                                "prompts": prompts_digest()}
     if settings.openers:
         digest = hashlib.sha256("\n".join(
             f"{o.document or ''}\t{o.message}" for o in settings.openers).encode()).hexdigest()
