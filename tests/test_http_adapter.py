@@ -279,6 +279,27 @@ def test_nothing_listening_is_retried_then_reported() -> None:
     assert "running and reachable" in message
 
 
+def test_a_connection_that_times_out_is_retried_then_reported_as_a_timeout() -> None:
+    import httpx
+
+    tries: list[int] = []
+
+    def connect(request: httpx.Request) -> httpx.Response:  # the bot never gets the request
+        tries.append(1)
+        if len(tries) < 3:
+            raise httpx.ConnectTimeout("connect timed out", request=request)
+        return httpx.Response(200, json=openai_reply("Hello."))
+
+    options = {"transport": httpx.MockTransport(connect)}
+    url = "http://127.0.0.1:9/chat"
+    assert ask(HttpAdapter(url, retries=2, backoff=0.01, client_options=options)).answer == \
+        "Hello."
+    tries.clear()
+    message = failure(HttpAdapter(url, retries=1, backoff=0.01, client_options=options))
+    assert len(tries) == 2
+    assert f"POST {url}: no answer within timeout=60 s (ConnectTimeout, attempt 2)" in message
+
+
 # -- headers and secrets ----------------------------------------------------------------
 
 

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import re
@@ -14,7 +13,7 @@ from typing import Any
 
 import httpx
 
-from ..llm.retrying import WaitTooLong, wait
+from ..llm.retrying import WaitTooLong, retried
 from ..llm.secrets import mask
 from .http_errors import HttpAdapterError, advice, excerpt
 
@@ -48,6 +47,23 @@ def expand_headers(headers: Mapping[str, str]) -> tuple[dict[str, str], list[str
     return expanded, sorted((s for s in secrets if len(s) >= 6), key=len, reverse=True)
 
 
+#: failures of a request the bot never got, retried (a timed-out request is not: the bot may
+#: still be working on it)
+_RETRIED = (httpx.ConnectTimeout, httpx.ConnectError, httpx.RemoteProtocolError)
+
+
+class _Busy(Exception):
+    """A 429 or 5xx reply: retried."""
+
+    def __init__(self, response: httpx.Response) -> None:
+        super().__init__(f"{response.status_code} {response.reason_phrase}")
+        self.response = response
+
+
+def _retry_after(exc: Exception) -> str | None:
+    return exc.response.headers.get("retry-after") if isinstance(exc, _Busy) else None
+
+
 @dataclass(frozen=True)
 class Endpoint:
     """The bot's URL and how a request to it is retried (see :class:`HttpAdapter`)."""
@@ -60,43 +76,54 @@ class Endpoint:
 
     async def post(self, client: httpx.AsyncClient, body: Any, headers: Mapping[str, str],
                    secrets: Sequence[str]) -> Any:
-        """POST ``body`` with retries; the parsed JSON reply."""
+        """POST ``body`` with retries (``llm.retrying``); the parsed JSON reply."""
         started = time.monotonic()
-        attempt = 0
-        while True:
-            attempt += 1
-            last = attempt > self.retries
+        attempts = 0
+
+        async def once() -> httpx.Response:
+            nonlocal attempts
+            attempts += 1
             try:
                 response = await client.post(self.url, json=body, headers=headers)
             except httpx.TimeoutException as exc:
-                if isinstance(exc, httpx.ConnectTimeout) and not last:
-                    await asyncio.sleep(self._wait(attempt, None))
-                    continue
-                raise HttpAdapterError(
-                    f"POST {self.url}: no answer within timeout={self.timeout:g} s "
-                    f"({type(exc).__name__}, attempt {attempt}). Check that the bot is not "
-                    f"stuck; if it is just slow, raise timeout= (and ragdive_adapter_timeout)"
-                ) from None
-            except (httpx.ConnectError, httpx.RemoteProtocolError) as exc:
-                if not last:
-                    await asyncio.sleep(self._wait(attempt, None))
-                    continue
-                raise HttpAdapterError(
-                    f"POST {self.url} failed after {attempt} attempts: {type(exc).__name__}: "
-                    f"{mask(str(exc), secrets)}. Check that the bot is running and "
-                    f"reachable at this URL"
-                ) from None
+                if isinstance(exc, httpx.ConnectTimeout):
+                    raise  # the bot never got it: retried
+                raise self._timed_out(exc, attempts) from None
+            except _RETRIED:
+                raise
             except httpx.HTTPError as exc:
                 raise HttpAdapterError(
                     f"POST {self.url} failed: {type(exc).__name__}: {mask(str(exc), secrets)}"
                 ) from None
-            status = response.status_code
-            if (status == 429 or status >= 500) and not last:
-                await asyncio.sleep(self._wait(attempt, response, secrets))
-                continue
-            break
+            if response.status_code == 429 or response.status_code >= 500:
+                raise _Busy(response)
+            return response
+
+        def gave_up(exc: Exception, attempts: int) -> HttpAdapterError:
+            if isinstance(exc, _Busy):
+                return HttpAdapterError(
+                    self._status_message(exc.response, attempts, secrets, started))
+            if isinstance(exc, httpx.ConnectTimeout):
+                return self._timed_out(exc, attempts)
+            return HttpAdapterError(
+                f"POST {self.url} failed after {attempts} attempts: {type(exc).__name__}: "
+                f"{mask(str(exc), secrets)}. Check that the bot is running and reachable at "
+                f"this URL")
+
+        def too_long(exc: Exception, asked: WaitTooLong) -> HttpAdapterError:
+            assert isinstance(exc, _Busy)  # only a reply has a Retry-After
+            return HttpAdapterError(
+                f"POST {self.url} answered {exc.response.status_code} and {asked} "
+                f"(Retry-After), longer than max_wait={self.max_wait:g} s:\n"
+                f"{excerpt(exc.response, secrets)}\nLower the load (ragdive_concurrency, fewer "
+                f"documents) or raise max_wait=")
+
+        response = await retried(
+            once, again=(*_RETRIED, _Busy), retries=self.retries, first=self.backoff,
+            longest=self.max_wait, header=_retry_after, gave_up=gave_up, too_long=too_long)
+        status = response.status_code
         if not 200 <= status < 300:
-            raise HttpAdapterError(self._status_message(response, attempt, secrets, started))
+            raise HttpAdapterError(self._status_message(response, attempts, secrets, started))
         try:
             return json.loads(response.content)
         except ValueError as exc:
@@ -107,20 +134,11 @@ class Endpoint:
                 f"endpoint (not a web page or a proxy's error page)"
             ) from None
 
-    def _wait(self, attempt: int, response: httpx.Response | None,
-              secrets: Sequence[str] = ()) -> float:
-        """Seconds before the next attempt (``llm.retrying``: the server's Retry-After, else
-        the backoff); a server that asks for more than ``max_wait`` fails the request."""
-        header = response.headers.get("retry-after") if response is not None else None
-        try:
-            return wait(attempt, first=self.backoff, longest=self.max_wait, header=header)
-        except WaitTooLong as exc:
-            assert response is not None
-            raise HttpAdapterError(
-                f"POST {self.url} answered {response.status_code} and {exc} (Retry-After), "
-                f"longer than max_wait={self.max_wait:g} s:\n{excerpt(response, secrets)}\n"
-                f"Lower the load (ragdive_concurrency, fewer documents) or raise max_wait="
-            ) from None
+    def _timed_out(self, exc: httpx.TimeoutException, attempt: int) -> HttpAdapterError:
+        return HttpAdapterError(
+            f"POST {self.url}: no answer within timeout={self.timeout:g} s "
+            f"({type(exc).__name__}, attempt {attempt}). Check that the bot is not "
+            f"stuck; if it is just slow, raise timeout= (and ragdive_adapter_timeout)")
 
     def _status_message(self, response: httpx.Response, attempts: int, secrets: Sequence[str],
                         started: float) -> str:

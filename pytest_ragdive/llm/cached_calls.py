@@ -62,7 +62,7 @@ class CachedCalls:
     async def cached(self, request: dict[str, Any], model: Model,
                      on_retry: Callable[[], None] = lambda: None) -> dict[str, Any]:
         """The reply to ``request`` (None values left out), from the cache when it is
-        recorded; ``on_retry`` is called before the model call's first wait, if any."""
+        recorded; ``on_retry`` is called before each wait between the model call's attempts."""
         request = {k: v for k, v in request.items() if v is not None}
         reply = self.cache.load(request)
         if reply is not None:
@@ -76,34 +76,26 @@ class CachedCalls:
 
     async def _recorded(self, request: dict[str, Any], model: Model,
                         on_retry: Callable[[], None] = lambda: None) -> dict[str, Any]:
-        """The model's reply to ``request``, retried (``on_retry`` is called before the
-        first wait), counted and stored in the cache."""
-        tries = 0
-        while True:
-            async with self._slot(model):
-                try:
-                    reply = await attempt(request, model, self.timeout)
-                    break
-                except Transient as exc:
-                    if tries == self.retries:
-                        raise ModelError(
-                            f"{describe(request)}: gave up after {tries + 1} attempts: "
-                            f"{exc}. Raise ini ragdive_retries or ragdive_retry_wait if the "
-                            f"provider is only busy"
-                        ) from None
-                    headers = getattr(getattr(exc.cause, "response", None), "headers", None)
-                    try:
-                        wait = retrying.wait(tries + 1, first=1.0, longest=self.retry_wait,
-                                             header=(headers or {}).get("retry-after"))
-                    except retrying.WaitTooLong as too_long:
-                        raise ModelError(
-                            f"{describe(request)}: the provider {too_long} (Retry-After), "
-                            f"longer than ragdive_retry_wait = {self.retry_wait:g} s: {exc}. "
-                            f"Lower the load (ragdive_concurrency) or raise ragdive_retry_wait"
-                        ) from None
-            on_retry()
-            await asyncio.sleep(wait)  # outside the slot: other calls go on meanwhile
-            tries += 1
+        """The model's reply to ``request``, retried (``on_retry`` is called before each
+        wait), counted and stored in the cache."""
+        async def once() -> dict[str, Any]:
+            async with self._slot(model):  # the waits between attempts are outside it
+                return await attempt(request, model, self.timeout)
+
+        def gave_up(exc: Transient, attempts: int) -> ModelError:
+            return ModelError(
+                f"{describe(request)}: gave up after {attempts} attempts: {exc}. Raise ini "
+                f"ragdive_retries or ragdive_retry_wait if the provider is only busy")
+
+        def too_long(exc: Transient, asked: retrying.WaitTooLong) -> ModelError:
+            return ModelError(
+                f"{describe(request)}: the provider {asked} (Retry-After), longer than "
+                f"ragdive_retry_wait = {self.retry_wait:g} s: {exc}. Lower the load "
+                f"(ragdive_concurrency) or raise ragdive_retry_wait")
+
+        reply = await retrying.retried(
+            once, again=Transient, retries=self.retries, first=1.0, longest=self.retry_wait,
+            header=_retry_after, gave_up=gave_up, too_long=too_long, before_wait=on_retry)
         self.calls_made += 1
         record(
             calls=1,
@@ -113,3 +105,9 @@ class CachedCalls:
         )
         self.cache.store(request, reply)
         return reply
+
+
+def _retry_after(exc: Transient) -> str | None:
+    """The Retry-After header of the provider's reply that failed, if any."""
+    headers = getattr(getattr(exc.cause, "response", None), "headers", None)
+    return (headers or {}).get("retry-after")

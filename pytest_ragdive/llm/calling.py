@@ -1,5 +1,5 @@
-"""Calling a model once, and the retry policy: what one attempt returns or raises, and how
-long to wait before the next."""
+"""Calling a model once: what one attempt returns, or raises (a :class:`Transient` failure
+is tried again by ``retrying.retried``)."""
 
 from __future__ import annotations
 

@@ -1,12 +1,19 @@
-"""The package's one retry policy, for model calls and for a bot over HTTP alike: how long
-to wait before the next attempt."""
+"""The package's one retry policy and loop, for model calls and for a bot over HTTP alike:
+how long to wait before the next attempt (``wait``), and the attempts (``retried``)."""
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
+import itertools
 import math
 import random
 import time
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+T = TypeVar("T")
+E = TypeVar("E", bound=BaseException)
 
 
 class WaitTooLong(Exception):
@@ -47,3 +54,37 @@ def wait(attempt: int, *, first: float, longest: float, header: str | None = Non
             raise WaitTooLong(asked)
         return asked
     return min(longest, first * 2.0 ** (attempt - 1)) * random.uniform(0.75, 1.0)
+
+
+async def retried(
+    attempt: Callable[[], Awaitable[T]],
+    *,
+    again: type[E] | tuple[type[E], ...],
+    retries: int,
+    first: float,
+    longest: float,
+    header: Callable[[E], str | None] = lambda exc: None,
+    gave_up: Callable[[E, int], BaseException],
+    too_long: Callable[[E, WaitTooLong], BaseException],
+    before_wait: Callable[[], None] = lambda: None,
+) -> T:
+    """What ``attempt`` returns, trying again up to ``retries`` times when it raises ``again``.
+
+    Between attempts: ``before_wait()``, then the ``wait`` of that attempt number and the
+    failure's Retry-After ``header``. After the last attempt, ``gave_up(failure, attempts)``
+    is raised; for a Retry-After longer than ``longest``, ``too_long(failure, asked)`` at once.
+    Any other exception of ``attempt`` goes through untouched.
+    """
+    for number in itertools.count(1):
+        try:
+            return await attempt()
+        except again as exc:
+            if number > retries:
+                raise gave_up(exc, number) from None
+            try:
+                seconds = wait(number, first=first, longest=longest, header=header(exc))
+            except WaitTooLong as asked:
+                raise too_long(exc, asked) from None
+        before_wait()
+        await asyncio.sleep(seconds)
+    raise AssertionError("unreachable")  # itertools.count never ends
