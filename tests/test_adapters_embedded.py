@@ -9,13 +9,15 @@ metrics, then a check replays it against that band.
 Both runs replay the committed recordings (``tests/recordings/<library>/``) with record mode
 ``none``: no model is loaded, a missing recording fails, and every committed entry must be read.
 The assertions are properties of the run, not recorded numbers. To record again (loads the
-embedded model: about 3 to 4 minutes and 20 to 30 model calls per library on 2 cores; ``-k
+embedded model: from scratch about 3 to 4 minutes and 20 to 30 model calls per library on 2 cores; ``-k
 langchain`` or ``-k llamaindex`` records one)::
 
     RAGDIVE_RECORD=1 python -m pytest tests/test_adapters_embedded.py -n 0 -s
 
 A recording holds the exact prompts: a change to the bot here, to the plugin's prompts or to
-ragas' asks new questions, and the replay fails until it is recorded again.
+ragas' asks new questions, and the replay fails until it is recorded again. Recording asks the
+model only what the recording lacks and removes the entries no call reads any more (delete a
+library's folder to record it from scratch).
 """
 
 from __future__ import annotations
@@ -24,7 +26,6 @@ import asyncio
 import functools
 import json
 import os
-import shutil
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -247,9 +248,7 @@ def converse(pytester: pytest.Pytester, library: str, bot: str,
              read: set[Path]) -> dict[str, Any]:
     """Update and check the project of ``bot`` on ``library``'s recording; the check's item."""
     recording = RECORDINGS / library
-    if RECORD:
-        shutil.rmtree(recording, ignore_errors=True)
-    elif not any(recording.rglob("*.json")):
+    if not RECORD and not any(recording.rglob("*.json")):
         pytest.fail(f"no recording in {recording}: record it with RAGDIVE_RECORD=1 (see "
                     f"{Path(__file__).name})")
     pytester.makeconftest(CONFTEST.format(bot=bot))
@@ -273,6 +272,9 @@ def converse(pytester: pytest.Pytester, library: str, bot: str,
     check.stdout.fnmatch_lines(["test_bot.py::test_bot  (1 document): passed",
                                 "*model calls 0, cache hits *"])
     assert CLIENTS[0].calls_made == 0  # neither the judges nor the bot called the model
+    if RECORD:  # entries that no call reads any more (asked by an older prompt) go
+        for path in set(recording.rglob("*.json")) - read:
+            path.unlink()
     assert read == set(recording.rglob("*.json"))  # every entry committed is read
     [item] = json.loads((pytester.path / "run.json").read_text())["tests"][0]["items"]
     dialogue = item["dialogue"]
