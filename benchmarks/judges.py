@@ -35,7 +35,7 @@ from pytest_ragdive.llm.model import Model
 
 EMBEDDED = "embedded/qwen2.5-coder-1.5b"
 MULTI_TURN = ("forgetfulness", "context_retention")
-SECTIONS = ("correctness", "multi_turn", "ragas", "validator")
+SECTIONS = ("correctness", "multi_turn", "ragas", "validator", "premise")
 
 
 async def answers(client: LLMClient, model: str, metric: str,
@@ -45,6 +45,8 @@ async def answers(client: LLMClient, model: str, metric: str,
     start, out = time.perf_counter(), []
     for case in cases:
         turn, earlier = turns_of(case)
+        if "premise" in case:
+            turn.generated.premise, turn.generated.evidence = case["premise"], case["evidence"]
         out.append([await client.yes_probability(model, [{"role": "user", "content": prompt}])
                     for prompt in judge_prompts(metric, turn, earlier)])
     return out, time.perf_counter() - start
@@ -204,6 +206,13 @@ async def validator_checks(client: LLMClient, model: str) -> list[dict[str, Any]
     return rows
 
 
+async def premise(client: LLMClient, model: str) -> list[dict[str, Any]]:
+    """premise_corrected on its cases, with a threshold fitted per held-out document."""
+    cases = load(HERE / "premise.jsonl")
+    got, seconds = await answers(client, model, "premise_corrected", cases)
+    return report_judge("premise_corrected", "label", cases, got, seconds)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--model", default=EMBEDDED,
@@ -215,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     client = LLMClient(ResponseCache(Path(args.cache_dir or tempfile.mkdtemp()), "new"))
     runs = {"correctness": correctness, "multi_turn": multi_turn, "ragas": ragas_metrics,
-            "validator": validator_checks}
+            "validator": validator_checks, "premise": premise}
     print(f"model {args.model}")
 
     async def run() -> list[dict[str, Any]]:
