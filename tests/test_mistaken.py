@@ -8,7 +8,7 @@ import re
 import pytest
 
 from pytest_ragdive.engine.models import Dialogue, GeneratedTurn
-from pytest_ragdive.engine.premises import false_premise, refuted
+from pytest_ragdive.engine.premises import changed_figure, false_premise, refuted
 
 FERRY = ("The Tern ferry crosses the bay in 40 minutes. A single ticket costs 6 euros. "
          "The ferry carries at most 120 passengers. It first sailed in 1987.")
@@ -164,7 +164,33 @@ def test_a_false_premise_changes_one_figure_and_is_refuted(seed: int) -> None:
     assert premise is not None and refuted(premise, fact) and not refuted(fact, fact)
     changed = [(a, b) for a, b in zip(re.findall(r"\d+", fact), re.findall(r"\d+", premise))
                if a != b]
-    assert len(changed) == 1
+    assert len(changed) == 1 and changed_figure(premise, fact) == changed[0][::-1]
     if changed[0][0] == "12":  # a day of the month stays one
         assert 1 <= int(changed[0][1]) <= 28
     assert false_premise("No figure here at all.", seed) is None
+
+
+def test_the_role_and_its_judge_count_only_in_the_digest_of_the_bands_that_use_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from dataclasses import replace
+
+    from pytest_ragdive.engine import evaluator
+    from pytest_ragdive.engine.settings import EVERY_ROLE
+    from pytest_ragdive.plugin.gate import prompts_digest
+
+    def digests() -> tuple[str, str]:
+        prompts_digest.cache_clear()
+        return (prompts_digest("precise", EVERY_ROLE),
+                prompts_digest("mistaken", (*EVERY_ROLE, "premise_corrected")))
+
+    precise, mistaken = digests()
+    assert precise != mistaken
+    judge = evaluator.JUDGES["premise_corrected"]
+    monkeypatch.setitem(evaluator.JUDGES, "premise_corrected",
+                        replace(judge, threshold=judge.threshold / 2))
+    assert digests()[0] == precise and digests()[1] != mistaken
+    monkeypatch.setitem(evaluator.JUDGES, "correctness",
+                        replace(evaluator.JUDGES["correctness"], threshold=0.1))
+    assert digests()[0] != precise
+    prompts_digest.cache_clear()

@@ -80,3 +80,12 @@ def premise_check(turn: GeneratedTurn) -> str | None:
     if not turn.rag_input.startswith(turn.premise):
         return "the message does not state the premise"
     return None
+
+
+def changed_figure(premise: str, evidence: str) -> tuple[str, str]:
+    """The figure the premise changed and the evidence's figure in its place; ("", "")
+    when ``premise`` is not ``evidence`` with one figure changed."""
+    if not refuted(premise, evidence):
+        return "", ""
+    pairs = [(a, b) for a, b in zip(figures(premise), figures(evidence)) if a != b]
+    return pairs[0] if len(pairs) == 1 else ("", "")
