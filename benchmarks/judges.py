@@ -3,6 +3,7 @@
     python benchmarks/judges.py                      # the embedded model, every judgement
     python benchmarks/judges.py --model openai/gpt-4o-mini --only correctness
     python benchmarks/judges.py --only multi_turn --only ragas --only validator
+    python benchmarks/judges.py --only premise       # premise_corrected (role mistaken)
 
 The cases are in benchmarks/judges/ (see its README): balanced, written from documents of
 several kinds. Each goes through the package's own prompts and client, so the numbers are

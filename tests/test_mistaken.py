@@ -194,3 +194,24 @@ def test_the_role_and_its_judge_count_only_in_the_digest_of_the_bands_that_use_t
                         replace(evaluator.JUDGES["correctness"], threshold=0.1))
     assert digests()[0] != precise
     prompts_digest.cache_clear()
+
+
+def test_the_judge_is_told_both_figures_and_asked_of_the_reply_and_of_the_key() -> None:
+    from pytest_ragdive.engine.evaluator import judge_prompts
+    from pytest_ragdive.engine.models import RagAnswer, Turn
+
+    evidence = "The ferry carries at most 120 passengers."
+    premise = false_premise(evidence, 0)
+    assert premise is not None
+    wrong, right = changed_figure(premise, evidence)
+    turn = Turn(index=2, answer=RagAnswer(answer="Yes, that many."), generated=GeneratedTurn(
+        rag_input=f"{premise} Is it full in summer?", standalone_question="Is the ferry full?",
+        ground_truth="It carries at most 120 passengers.", question_type="follow_up",
+        evidence=evidence, premise=premise))
+    reply, key = judge_prompts("premise_corrected", turn, [])
+    told = (f"The user's figure {wrong} is wrong; the right figure is {right}. "
+            f"Does the reply say {right}, or say that {wrong} is wrong?")
+    assert right == "120" and wrong != right
+    for prompt, answer in ((reply, "Yes, that many."), (key, turn.generated.ground_truth)):
+        assert f"The user believes: {premise}\nThe fact: {evidence}\n" in prompt
+        assert f"Reply: {answer}\n" in prompt and told in prompt

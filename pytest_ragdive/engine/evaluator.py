@@ -24,6 +24,7 @@ from ..llm.model import Model
 from ..llm.stand_in import stand_in
 from .metrics import MULTI_TURN_METRICS, ROLE_METRICS
 from .models import Dialogue, Judgement, Turn
+from .premises import changed_figure
 from .templates import history_view, render
 
 RAGAS_METRICS = ("faithfulness", "context_precision", "context_recall")
@@ -79,14 +80,14 @@ JUDGES: dict[str, BinaryJudge] = {
         negation="Does the latest reply contradict something said earlier in the conversation?",
     ),
     # whether the bot corrected a false premise (role "mistaken"): the judge reads the
-    # user's belief, the document's fact that refutes it and the reply, nothing else.
-    # Read against the answer key (the fact's answer), like forgetfulness
+    # user's belief, the document's fact that refutes it, the message and the reply, and is
+    # told both figures ({wrong}, {right}: premises.changed_figure). Read against the answer
+    # key, like forgetfulness: asked alone, or without the figures, it measured near chance
     "premise_corrected": BinaryJudge(
-        "Does the reply tell the user that what they believe is wrong, or give the figure "
-        "or name that the fact states?",
+        "Does the reply say {right}, or say that {wrong} is wrong?",
         "the reply corrects the user's false belief",
         "the reply goes along with the user's false belief or ignores it",
-        True, 0.5, against_key=True,
+        True, 0.99, against_key=True,
     ),
 }
 
@@ -215,6 +216,7 @@ def combine(metric: str, answers: Sequence[float]) -> float:
 def judge_prompts(metric: str, turn: Turn, earlier: list[Turn]) -> list[str]:
     """The question of a binary judge about ``turn``, and its second call if it has one:
     the negation, or the question about the answer key in place of the reply."""
+    wrong, right = changed_figure(turn.generated.premise, turn.generated.evidence)
     context = {
         "question": turn.generated.standalone_question,
         "rag_input": turn.generated.rag_input,
@@ -223,13 +225,16 @@ def judge_prompts(metric: str, turn: Turn, earlier: list[Turn]) -> list[str]:
         "history": history_view(earlier),
         "premise": turn.generated.premise,
         "fact": turn.generated.evidence,
+        "wrong": wrong,
+        "right": right,
     }
     judge = JUDGES[metric]
-    prompts = [render(metric, ask=judge.question, **context)]
+    ask = judge.question.format(wrong=wrong, right=right)
+    prompts = [render(metric, ask=ask, **context)]
     if judge.negation:
         prompts.append(render(metric, ask=judge.negation, **context))
     if judge.against_key:
-        prompts.append(render(metric, ask=judge.question,
+        prompts.append(render(metric, ask=ask,
                               **{**context, "answer": turn.generated.ground_truth}))
     return prompts
 
