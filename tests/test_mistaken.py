@@ -215,3 +215,29 @@ def test_the_judge_is_told_both_figures_and_asked_of_the_reply_and_of_the_key() 
     for prompt, answer in ((reply, "Yes, that many."), (key, turn.generated.ground_truth)):
         assert f"The user believes: {premise}\nThe fact: {evidence}\n" in prompt
         assert f"Reply: {answer}\n" in prompt and told in prompt
+
+
+def test_a_premise_turns_question_may_lean_on_its_premise() -> None:
+    from pytest_ragdive.engine.models import Document, RagAnswer, Turn
+    from pytest_ragdive.engine.validator import exact_verdict
+
+    evidence = "The harbour bus runs every 20 minutes."
+    document = Document(id="d", text=f"The Tern ferry crosses the bay. {evidence}")
+    history = [Turn(index=1, answer=RagAnswer(answer="It crosses the bay."),
+                    generated=GeneratedTurn(
+                        rag_input="What does the Tern ferry do?", ground_truth="It crosses.",
+                        standalone_question="What does the Tern ferry do?",
+                        question_type="initial", evidence="The Tern ferry crosses the bay."))]
+    premise = "The harbour bus runs every 40 minutes."
+    asked = GeneratedTurn(rag_input="How often does it run?", ground_truth="Every 20 minutes.",
+                          standalone_question="How often does the harbour bus run?",
+                          question_type="follow_up", evidence=evidence)
+    # on its own, "it" has nothing in the conversation to stand for
+    assert exact_verdict(asked, document, history).categories == ["rag_input_not_connected"]
+    stated = asked.model_copy(update={"rag_input": f"{premise} {asked.rag_input}",
+                                      "premise": premise})
+    assert exact_verdict(stated, document, history).valid
+    # a premise that is not the evidence with one figure changed is rejected
+    wrong = stated.model_copy(update={"premise": "The harbour bus is blue.",
+                                      "rag_input": "The harbour bus is blue. How often does it run?"})
+    assert "ground_truth" in exact_verdict(wrong, document, history).categories

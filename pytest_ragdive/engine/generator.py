@@ -102,8 +102,11 @@ async def generate_turn(
             evidence=first.evidence,
         )
     nxt = await client.structured(model, messages, NextQuestion, temperature=temperature, seed=seed)
-    message = chat_message(nxt.rag_input, nxt.standalone_question, said_before(history),
-                           said_before(history[-1:]))
+    # a premise is said last, just before the question, which may lean on it
+    said, last = said_before(history), said_before(history[-1:])
+    if premise:
+        said, last = [*said, premise], [premise]
+    message = chat_message(nxt.rag_input, nxt.standalone_question, said, last)
     turn = GeneratedTurn(**{**nxt.model_dump(), "rag_input": message, "evidence": fact})
     if premise:
         turn = turn.model_copy(update={"rag_input": f"{premise} {message}", "premise": premise})

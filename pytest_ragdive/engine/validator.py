@@ -75,9 +75,10 @@ def exact_verdict(candidate: GeneratedTurn, document: Document, history: list[Tu
         "reads_naturally": checks.mentions_source(candidate),
     }
     if history:
-        # a premise turn's question leans back; its premise states the fact in full
+        # a premise turn's question may lean on its premise, which states the fact in full
         asked = candidate.model_copy(update={"rag_input": premises.question_of(candidate)})
-        found["refers_back"] = follow_ups.leans_back(asked, history)
+        found["refers_back"] = follow_ups.leans_back(
+            asked, history, [candidate.premise] if candidate.premise else [])
         found["not_repeated"] = checks.repeated_question(candidate, earlier)
     if candidate.premise:
         found["premise_refuted"] = premises.premise_check(candidate)
