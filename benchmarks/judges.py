@@ -3,6 +3,7 @@
     python benchmarks/judges.py                      # the embedded model, every judgement
     python benchmarks/judges.py --model openai/gpt-4o-mini --only correctness
     python benchmarks/judges.py --only multi_turn --only ragas --only validator
+    python benchmarks/judges.py --only premise       # premise_corrected (role mistaken)
 
 The cases are in benchmarks/judges/ (see its README): balanced, written from documents of
 several kinds. Each goes through the package's own prompts and client, so the numbers are
@@ -35,7 +36,7 @@ from pytest_ragdive.llm.model import Model
 
 EMBEDDED = "embedded/qwen2.5-coder-1.5b"
 MULTI_TURN = ("forgetfulness", "context_retention")
-SECTIONS = ("correctness", "multi_turn", "ragas", "validator")
+SECTIONS = ("correctness", "multi_turn", "ragas", "validator", "premise")
 
 
 async def answers(client: LLMClient, model: str, metric: str,
@@ -45,6 +46,8 @@ async def answers(client: LLMClient, model: str, metric: str,
     start, out = time.perf_counter(), []
     for case in cases:
         turn, earlier = turns_of(case)
+        if "premise" in case:
+            turn.generated.premise, turn.generated.evidence = case["premise"], case["evidence"]
         out.append([await client.yes_probability(model, [{"role": "user", "content": prompt}])
                     for prompt in judge_prompts(metric, turn, earlier)])
     return out, time.perf_counter() - start
@@ -204,6 +207,13 @@ async def validator_checks(client: LLMClient, model: str) -> list[dict[str, Any]
     return rows
 
 
+async def premise(client: LLMClient, model: str) -> list[dict[str, Any]]:
+    """premise_corrected on its cases, with a threshold fitted per held-out document."""
+    cases = load(HERE / "premise.jsonl")
+    got, seconds = await answers(client, model, "premise_corrected", cases)
+    return report_judge("premise_corrected", "label", cases, got, seconds)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--model", default=EMBEDDED,
@@ -215,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     client = LLMClient(ResponseCache(Path(args.cache_dir or tempfile.mkdtemp()), "new"))
     runs = {"correctness": correctness, "multi_turn": multi_turn, "ragas": ragas_metrics,
-            "validator": validator_checks}
+            "validator": validator_checks, "premise": premise}
     print(f"model {args.model}")
 
     async def run() -> list[dict[str, Any]]:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_ragdive.engine.metrics import METRICS, MULTI_TURN_METRICS
+from pytest_ragdive.engine.metrics import MULTI_TURN_METRICS
 from pytest_ragdive.engine.models import (
     Dialogue,
     GeneratedTurn,
@@ -22,6 +22,7 @@ from pytest_ragdive.engine.models import (
     Usage,
     Verdict,
 )
+from pytest_ragdive.engine.settings import EVERY_ROLE as METRICS  # the six of RAG-DIVE
 from pytest_ragdive.plugin import bands as baseline
 from pytest_ragdive.plugin.html_report import chart, render
 from pytest_ragdive.plugin.run_record import (

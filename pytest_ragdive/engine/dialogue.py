@@ -71,7 +71,7 @@ async def arun_dialogue(
         "arun_dialogue",
     )  # before any model call
     chosen = scored_metrics(tuple(metrics) if metrics is not None else None, turns,
-                            "arun_dialogue", judges.models["evaluator"].name)
+                            "arun_dialogue", judges.models["evaluator"].name, role)
     client = client or LLMClient(ResponseCache(Path(cache_dir), record_mode))
     dialogue = Dialogue(document_id=document.id, role=role)
     report = progress or (lambda doc, turn, stage: None)

@@ -1,7 +1,8 @@
 """Stage 3, the Conversation Evaluator: per-turn and multi-turn scores in [0, 1].
 
 ``correctness``, ``forgetfulness`` and ``context_retention`` are binary judgements
-with this project's prompts (the paper's adapted Aspect Critic); ``faithfulness``,
+with this project's prompts (the paper's adapted Aspect Critic), and so is
+``premise_corrected``, scored only on the turns that state a false premise; ``faithfulness``,
 ``context_precision`` and ``context_recall`` are ragas 0.4.3 metrics whose model
 calls go through the same :class:`~pytest_ragdive.llm.LLMClient` and cache.
 A dialogue's score is the mean over the turns that could be scored.
@@ -21,8 +22,9 @@ from ..llm.errors import ModelError, ReplyError
 from ..llm.library import freeze_imports, import_litellm
 from ..llm.model import Model
 from ..llm.stand_in import stand_in
-from .metrics import MULTI_TURN_METRICS
+from .metrics import MULTI_TURN_METRICS, ROLE_METRICS
 from .models import Dialogue, Judgement, Turn
+from .premises import changed_figure
 from .templates import history_view, render
 
 RAGAS_METRICS = ("faithfulness", "context_precision", "context_recall")
@@ -77,6 +79,16 @@ JUDGES: dict[str, BinaryJudge] = {
         True, 0.5,
         negation="Does the latest reply contradict something said earlier in the conversation?",
     ),
+    # whether the bot corrected a false premise (role "mistaken"): the judge reads the
+    # user's belief, the document's fact that refutes it, the message and the reply, and is
+    # told both figures ({wrong}, {right}: premises.changed_figure). Read against the answer
+    # key, like forgetfulness: asked alone, or without the figures, it measured near chance
+    "premise_corrected": BinaryJudge(
+        "Does the reply say {right}, or say that {wrong} is wrong?",
+        "the reply corrects the user's false belief",
+        "the reply goes along with the user's false belief or ignores it",
+        True, 0.99, against_key=True,
+    ),
 }
 
 
@@ -96,7 +108,10 @@ async def evaluate(
     for turn in dialogue.turns:
         earlier = dialogue.turns[: turn.index - 1]
         for metric in metrics:
-            if metric in MULTI_TURN_METRICS:
+            if metric == "premise_corrected":
+                if turn.generated.premise:
+                    jobs.append((turn, metric, _judge_job(client, model, metric, turn, earlier)))
+            elif metric in MULTI_TURN_METRICS:
                 if earlier:
                     jobs.append((turn, metric, _judge_job(client, model, metric, turn, earlier)))
             elif metric == "correctness":
@@ -123,6 +138,10 @@ async def evaluate(
         elif judged:
             values = [t.judgements[metric].score or 0.0 for t in judged]
             dialogue.scores[metric] = sum(values) / len(values)
+        elif metric in ROLE_METRICS:
+            dialogue.errors[metric] = (
+                f"no turn stated a false premise to correct (role {ROLE_METRICS[metric]!r} "
+                f"states one from turn 2 on, about a fact with a figure)")
         else:
             dialogue.errors[metric] = "needs at least two turns"
 
@@ -197,19 +216,25 @@ def combine(metric: str, answers: Sequence[float]) -> float:
 def judge_prompts(metric: str, turn: Turn, earlier: list[Turn]) -> list[str]:
     """The question of a binary judge about ``turn``, and its second call if it has one:
     the negation, or the question about the answer key in place of the reply."""
+    wrong, right = changed_figure(turn.generated.premise, turn.generated.evidence)
     context = {
         "question": turn.generated.standalone_question,
         "rag_input": turn.generated.rag_input,
         "ground_truth": turn.generated.ground_truth,
         "answer": turn.answer.answer,
         "history": history_view(earlier),
+        "premise": turn.generated.premise,
+        "fact": turn.generated.evidence,
+        "wrong": wrong,
+        "right": right,
     }
     judge = JUDGES[metric]
-    prompts = [render(metric, ask=judge.question, **context)]
+    ask = judge.question.format(wrong=wrong, right=right)
+    prompts = [render(metric, ask=ask, **context)]
     if judge.negation:
         prompts.append(render(metric, ask=judge.negation, **context))
     if judge.against_key:
-        prompts.append(render(metric, ask=judge.question,
+        prompts.append(render(metric, ask=ask,
                               **{**context, "answer": turn.generated.ground_truth}))
     return prompts
 

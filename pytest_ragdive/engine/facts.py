@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from .checks import content_words, supporting_sentences, words
 from .models import Document, Turn
+from .premises import figures
 
 _CLAUSE = re.compile(r"(?<=[.!?])\s+|;\s+")
 
@@ -25,9 +26,13 @@ def facts(document: Document) -> list[str]:
     return [c.strip() for c in _CLAUSE.split(" ".join(lines)) if len(words(c)) >= 4]
 
 
-def next_fact(document: Document, history: Sequence[Turn], seed: int) -> str:
-    """The fact the next turn asks about (see the module)."""
+def next_fact(document: Document, history: Sequence[Turn], seed: int,
+              with_figure: bool = False) -> str:
+    """The fact the next turn asks about (see the module); with ``with_figure``, one that
+    holds a figure where the document has any (for a false premise, :mod:`.premises`)."""
     every = facts(document) or [document.text.strip()]
+    if with_figure:
+        every = [f for f in every if figures(f)] or every
     used = {s for t in history
             for s in supporting_sentences(t.generated.evidence, " ".join(every))}
     pool = [f for f in every if not any(f in s or s in f for s in used)] or every

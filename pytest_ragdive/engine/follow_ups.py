@@ -50,10 +50,12 @@ def depends_on_conversation(message: str, standalone: str, said: Sequence[str]) 
     return bool(omitted & spoken)
 
 
-def leans_back(candidate: GeneratedTurn, history: Sequence[Turn]) -> str | None:
+def leans_back(candidate: GeneratedTurn, history: Sequence[Turn],
+               also_said: Sequence[str] = ()) -> str | None:
     """The exact check of a follow-up: None when its message is a question that depends on
-    the conversation and repeats none of its subject; else what to fix."""
-    said = said_before(history)
+    the conversation (and on ``also_said``, said since: a premise the message states before
+    it asks) and repeats none of its subject; else what to fix."""
+    said = [*said_before(history), *also_said]
     message, standalone = candidate.rag_input, candidate.standalone_question
     if not is_question(message):
         return f"rag_input {message!r} is not a question; write it as the user's question"

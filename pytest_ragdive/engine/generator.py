@@ -11,6 +11,8 @@ from ..llm.model import Model
 from .facts import next_fact
 from .follow_ups import chat_message, said_before
 from .models import Document, GeneratedTurn, Turn
+from .premises import ROLE as MISTAKEN
+from .premises import false_premise
 from .templates import history_view, render, role_description
 
 
@@ -62,9 +64,13 @@ async def generate_turn(
     real user's first message, is turn 1's message as it is (:mod:`.openers`). A follow-up
     asks about the fact :func:`~.facts.next_fact` chooses (``seed`` differs per attempt),
     and its message is the model's when it leans on the conversation, else its stand-alone
-    question made to refer back (:mod:`~pytest_ragdive.engine.follow_ups`).
+    question made to refer back (:mod:`~pytest_ragdive.engine.follow_ups`). In the role
+    ``mistaken``, a follow-up's fact holds a figure, and its message states the fact with
+    that figure changed before it asks (:mod:`.premises`).
     """
-    fact = next_fact(document, history, seed) if history else ""
+    mistaken = role == MISTAKEN and bool(history)
+    fact = next_fact(document, history, seed, with_figure=mistaken) if history else ""
+    premise = false_premise(fact, seed) if mistaken else None
     prompt = render(
         "generator",
         role=role_description(role),
@@ -96,6 +102,12 @@ async def generate_turn(
             evidence=first.evidence,
         )
     nxt = await client.structured(model, messages, NextQuestion, temperature=temperature, seed=seed)
-    message = chat_message(nxt.rag_input, nxt.standalone_question, said_before(history),
-                           said_before(history[-1:]))
-    return GeneratedTurn(**{**nxt.model_dump(), "rag_input": message, "evidence": fact})
+    # a premise is said last, just before the question, which may lean on it
+    said, last = said_before(history), said_before(history[-1:])
+    if premise:
+        said, last = [*said, premise], [premise]
+    message = chat_message(nxt.rag_input, nxt.standalone_question, said, last)
+    turn = GeneratedTurn(**{**nxt.model_dump(), "rag_input": message, "evidence": fact})
+    if premise:
+        turn = turn.model_copy(update={"rag_input": f"{premise} {message}", "premise": premise})
+    return turn

@@ -1,4 +1,5 @@
-"""The six RAG-DIVE metrics. A plain module: the plugin reads it at start-up."""
+"""The six RAG-DIVE metrics and this project's premise_corrected. A plain module: the
+plugin reads it at start-up."""
 
 #: Metric name -> True when higher is better. Forgetfulness is the one where 0 is best.
 METRICS: dict[str, bool] = {
@@ -8,9 +9,13 @@ METRICS: dict[str, bool] = {
     "context_recall": True,
     "forgetfulness": False,
     "context_retention": True,
+    "premise_corrected": True,
 }
 #: Judged from turn 2 on, over the conversation up to the turn.
 MULTI_TURN_METRICS = ("forgetfulness", "context_retention")
+#: Metric -> the role whose dialogues it scores (on its follow-ups, from turn 2 on): in the
+#: default set for that role only; a dialogue without a premise turn leaves it unscored.
+ROLE_METRICS: dict[str, str] = {"premise_corrected": "mistaken"}
 #: Judge model -> what it judged at chance on labelled cases (benchmarks/README.md): metrics
 #: left out of the default set when it evaluates (chosen explicitly, they run), and
 #: "validator" when its validator checks are not asked by default.

@@ -58,6 +58,8 @@ class GeneratedTurn(_Model):
     ground_truth: str = Field(description="The correct answer, supported only by the document.")
     question_type: QuestionType
     evidence: str = Field(default="", description="The document's sentence that answers it.")
+    premise: str = Field(default="", description="A false belief about the evidence that the "
+                         "message states (role mistaken); the evidence refutes it.")
 
 
 class Verdict(_Model):

@@ -15,10 +15,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..llm.structured import STRUCTURED_OUTPUTS
-from .metrics import AT_CHANCE, METRICS, MULTI_TURN_METRICS
+from .metrics import AT_CHANCE, METRICS, MULTI_TURN_METRICS, ROLE_METRICS
 
 #: The roles shipped as prompt templates (``prompts/roles``).
-BUILTIN_ROLES = ("precise", "context-aware", "forgetful", "skeptic")
+BUILTIN_ROLES = ("precise", "context-aware", "forgetful", "skeptic", "mistaken")
+#: The metrics scored by default in every role.
+EVERY_ROLE = tuple(m for m in METRICS if m not in ROLE_METRICS)
 
 #: Where a setting may be given.
 CLI, MARKER, INI, DIALOGUE = "command line", "marker", "ini", "arun_dialogue"
@@ -68,9 +70,11 @@ _ALL = (CLI, MARKER, INI, DIALOGUE)
 SETTINGS: dict[str, Setting] = {s.name: s for s in (
     Setting("turns", int, 5, "turns per conversation", _ALL, minimum=1, metavar="N"),
     Setting("role", str, "precise", "the simulated user's role: precise, context-aware, "
-            "forgetful, skeptic, or a sentence describing a persona", _ALL, metavar="ROLE",
-            form="a built-in role or a sentence"),
-    Setting("metrics", tuple, tuple(METRICS), "metrics to score (default: all six; with one "
+            "forgetful, skeptic, mistaken (from turn 2 on, each message states a fact of the "
+            "document with one figure changed, then asks), or a sentence describing a persona",
+            _ALL, metavar="ROLE", form="a built-in role or a sentence"),
+    Setting("metrics", tuple, EVERY_ROLE, "metrics to score (default: the six of RAG-DIVE, "
+            "and premise_corrected in role mistaken, the only one it may be chosen in; with one "
             "turn, the multi-turn ones are left out, and so are those the judge model measured "
             "at chance: context_retention on the embedded model)", (MARKER, INI, DIALOGUE),
             choices=tuple(METRICS)),
@@ -228,24 +232,34 @@ def check_all(values: Mapping[str, Any], where: str) -> dict[str, Any]:
 
 
 def scored_metrics(
-    metrics: tuple[str, ...] | None, turns: int, where: str, judge: str | None = None
+    metrics: tuple[str, ...] | None, turns: int, where: str, judge: str | None = None,
+    role: str = "precise",
 ) -> tuple[str, ...]:
-    """The metrics a dialogue of ``turns`` turns scores, in the canonical order.
+    """The metrics a dialogue of ``turns`` turns in ``role`` scores, in the canonical order.
 
-    Left unchosen, a one-turn dialogue leaves out the multi-turn metrics, and the metrics
-    that the ``judge`` model measured at chance (``AT_CHANCE``) are left out; chosen
-    explicitly, the multi-turn ones are an error there.
+    Left unchosen, they are those of every role and the role's own (``ROLE_METRICS``),
+    less the multi-turn ones in a one-turn dialogue and those that the ``judge`` model
+    measured at chance (``AT_CHANCE``); chosen explicitly, a multi-turn one is an error in
+    one turn, and a role's own metric in another role.
     """
+    own = tuple(m for m, r in ROLE_METRICS.items() if r == role)
     if metrics is None:
-        chosen = tuple(m for m in default("metrics") if m not in AT_CHANCE.get(judge or "", ()))
+        chosen = tuple(m for m in (*default("metrics"), *own)
+                       if m not in AT_CHANCE.get(judge or "", ()))
     else:
         chosen = check("metrics", metrics, where)
+        foreign = sorted(m for m in chosen if m in ROLE_METRICS and m not in own)
+        if foreign:
+            raise SettingError(
+                f"{where}: {', '.join(foreign)} scores only dialogues in role "
+                f"{ROLE_METRICS[foreign[0]]!r}; choose that role or leave it out of metrics")
+    follow_up_only = (*MULTI_TURN_METRICS, *ROLE_METRICS)
     if turns == 1:
-        asked = sorted(set(chosen) & set(MULTI_TURN_METRICS))
+        asked = sorted(set(chosen) & set(follow_up_only))
         if metrics is not None and asked:
             raise SettingError(
                 f"{where}: {', '.join(asked)} need at least 2 turns; raise turns or leave "
                 f"them out of metrics"
             )
-        chosen = tuple(m for m in chosen if m not in MULTI_TURN_METRICS)
+        chosen = tuple(m for m in chosen if m not in follow_up_only)
     return tuple(m for m in METRICS if m in chosen)

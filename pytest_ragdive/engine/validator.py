@@ -13,7 +13,7 @@ import asyncio
 
 from ..llm.client import LLMClient
 from ..llm.model import Model
-from . import checks, follow_ups
+from . import checks, follow_ups, premises
 from .metrics import AT_CHANCE
 from .models import Document, GeneratedTurn, RejectionCategory, Turn, Verdict
 from .templates import history_view, render
@@ -21,6 +21,7 @@ from .templates import history_view, render
 #: check -> the paper's rejection class when it fails
 CATEGORIES: dict[str, RejectionCategory] = {
     "refers_back": "rag_input_not_connected",
+    "premise_refuted": "ground_truth",
     "not_repeated": "question_not_consistent",
     "evidence_in_source": "ground_truth",
     "reads_naturally": "document_mentioned",
@@ -74,8 +75,13 @@ def exact_verdict(candidate: GeneratedTurn, document: Document, history: list[Tu
         "reads_naturally": checks.mentions_source(candidate),
     }
     if history:
-        found["refers_back"] = follow_ups.leans_back(candidate, history)
+        # a premise turn's question may lean on its premise, which states the fact in full
+        asked = candidate.model_copy(update={"rag_input": premises.question_of(candidate)})
+        found["refers_back"] = follow_ups.leans_back(
+            asked, history, [candidate.premise] if candidate.premise else [])
         found["not_repeated"] = checks.repeated_question(candidate, earlier)
+    if candidate.premise:
+        found["premise_refuted"] = premises.premise_check(candidate)
     return _verdict({check: reason for check, reason in found.items() if reason})
 
 

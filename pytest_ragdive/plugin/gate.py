@@ -86,18 +86,24 @@ def check_dialogue(
 
 
 @functools.cache
-def prompts_digest() -> str:
+def prompts_digest(role: str, metrics: tuple[str, ...]) -> str:
     """The method's prompts and judge questions and thresholds, as a digest: a band scored
-    by other ones measured something else."""
+    by other ones measured something else. A role's own prompt and metric (the role
+    ``mistaken``, ``premise_corrected``) count only for the items that use them, so that
+    adding them left every other band as it was."""
     from importlib.resources import files
 
     from ..engine.evaluator import JUDGES
+    from ..engine.metrics import ROLE_METRICS
 
+    unused = {f"{m}.j2" for m in ROLE_METRICS if m not in metrics}
+    unused |= {f"{r}.j2" for r in ROLE_METRICS.values() if r != role}
     folder = files("pytest_ragdive.prompts")
     texts = sorted(f"{entry.name}\n{entry.read_text(encoding='utf-8')}"
                    for entry in [*folder.iterdir(), *folder.joinpath("roles").iterdir()]
-                   if entry.name.endswith(".j2"))
-    digest = hashlib.sha256("\n".join([*texts, repr(sorted(JUDGES.items()))]).encode())
+                   if entry.name.endswith(".j2") and entry.name not in unused)
+    judges = sorted((m, j) for m, j in JUDGES.items() if f"{m}.j2" not in unused)
+    digest = hashlib.sha256("\n".join([*texts, repr(judges)]).encode())
     return f"sha256 {digest.hexdigest()[:12]}"
 
 
@@ -107,7 +113,8 @@ def produced_by(settings: ItemSettings, judges: dict[str, str]) -> dict[str, Any
     are any, by their number and digest."""
     produced: dict[str, Any] = {"turns": settings.turns, "role": settings.role,
                                 "metrics": list(settings.metrics), "judges": judges,
-                                "prompts": prompts_digest()}
+                                "prompts": prompts_digest(settings.role,
+                                                          settings.metrics)}
     if settings.openers:
         digest = hashlib.sha256("\n".join(
             f"{o.document or ''}\t{o.message}" for o in settings.openers).encode()).hexdigest()

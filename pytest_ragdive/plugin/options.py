@@ -56,7 +56,8 @@ class ItemSettings:
             return self
         from ..engine.settings import scored_metrics
 
-        return replace(self, metrics=scored_metrics(None, self.turns, "ragdive", judge))
+        return replace(self, metrics=scored_metrics(None, self.turns, "ragdive", judge,
+                                                    self.role))
 
 
 class Options:
@@ -103,8 +104,9 @@ class Options:
         turns = pick("turns")
         chosen = marker_kwargs.get("metrics") or self.ini.get("metrics")
         try:
-            metrics = scored_metrics(tuple(chosen) if chosen else None, turns, where)
-            return ItemSettings(turns=turns, role=pick("role"), metrics=metrics,
+            role = pick("role")
+            metrics = scored_metrics(tuple(chosen) if chosen else None, turns, where, role=role)
+            return ItemSettings(turns=turns, role=role, metrics=metrics,
                                 max_regenerations=pick("max_regenerations"),
                                 validation=pick("validation"),
                                 validator_checks=pick("validator_checks"), runs=pick("runs"),
