@@ -11,6 +11,7 @@ import pytest
 
 import pytest_ragdive as ragdive
 from pytest_ragdive.engine.dialogue import run_blocking
+from pytest_ragdive.engine.metrics import ROLE_METRICS
 from pytest_ragdive.engine.validator import QUESTIONS
 from pytest_ragdive.llm.scripted import calls, max_in_flight, scripted
 
@@ -47,8 +48,8 @@ def test_dialogue_produces_all_six_scores(tmp_path: Path) -> None:
     bot = Bot()
     dialogue = run(scripted(), bot, tmp_path)
     assert dialogue.errors == {}
-    # the six of RAG-DIVE; premise_corrected only in its role (test_mistaken.py)
-    assert set(dialogue.scores) == set(ragdive.METRICS) - {"premise_corrected"}
+    # the six of RAG-DIVE; a role's own metric only in its role (test_mistaken.py)
+    assert set(dialogue.scores) == set(ragdive.METRICS) - set(ROLE_METRICS)
     assert all(0.0 <= v <= 1.0 for v in dialogue.scores.values())
     assert [t.generated.question_type for t in dialogue.turns] == ["initial", "follow_up", "follow_up"]
     # the RAG gets the context-dependent question and the visible history, never the rewrite
