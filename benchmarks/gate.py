@@ -32,9 +32,9 @@ CACHE = ".ragdive/unseen"
 #: holds N+1, N+2, ... where it drew confirmation runs or held a run again, so recorded seeds
 #: are 10 apart)
 VARIANTS: dict[str, tuple[dict[str, str], tuple[int, ...]]] = {
-    "accepted": ({}, (100, 110, 120, 130, 140, 150)),
-    "history none": ({"RAGBOT_HISTORY": "none"}, (100, 110, 120, 130, 140, 150)),
-    "history first": ({"RAGBOT_HISTORY": "first"}, (100, 110, 120)),
+    "accepted": ({}, (100, 110, 120, 130, 140)),
+    "history none": ({"RAGBOT_HISTORY": "none"}, (100, 110, 120, 130, 140)),
+    "history first": ({"RAGBOT_HISTORY": "first"}, (100, 110)),
     "top_k 1": ({"RAGBOT_TOP_K": "1"}, (100, 110, 120)),
 }
 

@@ -24,15 +24,22 @@ SESSIONS = [
     pytest.param({}, 100, "passed", None, id="accepted-100"),
     pytest.param({}, 110, "passed", None, id="accepted-110"),
     pytest.param({}, 120, "passed", None, id="accepted-120"),
+    pytest.param({}, 130, "passed", None, id="accepted-130"),
+    pytest.param({}, 140, "inconclusive", "faithfulness", id="accepted-140"),
     pytest.param({"RAGBOT_HISTORY": "none"}, 100, "inconclusive", "context_recall",
                  id="history-none-100"),
     pytest.param({"RAGBOT_HISTORY": "none"}, 110, "inconclusive", "correctness",
                  id="history-none-110"),
-    pytest.param({"RAGBOT_HISTORY": "none"}, 120, "passed", None, id="history-none-120"),
+    pytest.param({"RAGBOT_HISTORY": "none"}, 120, "inconclusive", "forgetfulness",
+                 id="history-none-120"),
+    pytest.param({"RAGBOT_HISTORY": "none"}, 130, "passed", None, id="history-none-130"),
+    pytest.param({"RAGBOT_HISTORY": "none"}, 140, "passed", None, id="history-none-140"),
     pytest.param({"RAGBOT_HISTORY": "first"}, 100, "inconclusive", "faithfulness",
                  id="history-first-100"),
+    pytest.param({"RAGBOT_HISTORY": "first"}, 110, "passed", None, id="history-first-110"),
     pytest.param({"RAGBOT_TOP_K": "1"}, 100, "inconclusive", "faithfulness", id="top-k-1-100"),
     pytest.param({"RAGBOT_TOP_K": "1"}, 110, "inconclusive", "faithfulness", id="top-k-1-110"),
+    pytest.param({"RAGBOT_TOP_K": "1"}, 120, "inconclusive", "correctness", id="top-k-1-120"),
 ]
 
 
