@@ -3,6 +3,14 @@
     python benchmarks/generated_turns.py                       # the bands' runs
     RAGBOT_HISTORY=none python benchmarks/generated_turns.py \
         --cache .ragdive/unseen --seeds 100
+    python benchmarks/generated_turns.py --group 2 --documents "*.md" \
+        --cache .ragdive/groups --record-mode new                  # live: groups
+
+With ``--group`` (a number, or a groups file relative to ``example_project``) each dialogue
+is about a group of the documents (``engine/groups.py``); the figures then include the
+validator's rejection rate (rejected attempts over attempts) and the share of turns that
+use two documents (``cross_document``). A group's dialogues are not recorded: measure them
+live with ``--record-mode new`` (the embedded model).
 
 Replays the example suite's dialogues from a response cache (no model call: a miss is an
 error) and counts, over the follow-up turns that were used: how many pass the exact check
@@ -20,8 +28,10 @@ import sys
 from pathlib import Path
 
 import pytest_ragdive as ragdive
-from pytest_ragdive.engine import checks, follow_ups
+from pytest_ragdive.engine import checks, follow_ups, sources
 from pytest_ragdive.engine.dialogue import run_blocking
+from pytest_ragdive.engine.groups import group_documents
+from pytest_ragdive.engine.models import DocumentGroup
 from pytest_ragdive.llm.cache import ResponseCache
 from pytest_ragdive.llm.client import LLMClient
 
@@ -32,30 +42,39 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--cache", default=".ragdive/cache", help="relative to example_project")
     parser.add_argument("--seeds", default="0,1,2")
+    parser.add_argument("--documents", default="[bht]*.md", help="a glob in example_project/kb")
+    parser.add_argument("--group", default="", help="documents per dialogue, or a groups file")
+    parser.add_argument("--turns", type=int, default=3)
+    parser.add_argument("--record-mode", default="none", choices=("none", "new"))
     args = parser.parse_args(argv)
     sys.path.insert(0, str(EXAMPLE))
     from ragbot import RagBot
 
-    client = LLMClient(ResponseCache(EXAMPLE / args.cache, "none"))
-    docs = ragdive.load_documents(str(EXAMPLE / "kb" / "[bht]*.md"))
+    client = LLMClient(ResponseCache(EXAMPLE / args.cache, args.record_mode))
+    docs = ragdive.load_documents(str(EXAMPLE / "kb" / args.documents))
+    items = [DocumentGroup.of(d) for d in docs] if not args.group else group_documents(
+        docs, args.group, root=EXAMPLE)
     dialogues = [
         d for seed in map(int, args.seeds.split(","))
         for d in run_blocking(ragdive.arun_dialogues(
-            docs, RagBot(client=client), judges=ragdive.Judges("embedded/qwen2.5-coder-1.5b"),
-            client=client, turns=3, role="precise", validation="once", max_regenerations=4,
-            seed=seed))
+            items, RagBot(client=client), judges=ragdive.Judges("embedded/qwen2.5-coder-1.5b"),
+            client=client, turns=args.turns, role="precise", validation="once",
+            max_regenerations=4, seed=seed))
     ]
     n_follow_ups = leaning = depends = repeated = 0
-    keys = supported = unchecked = attempts = 0
+    keys = supported = unchecked = attempts = crossing = both = 0
     for dialogue in dialogues:
         for what in ("dialogue", "generation"):
             if dialogue.errors.get(what):
                 print(f"{dialogue.document_id}: {dialogue.errors[what][:200]}")
-        doc = next(d for d in docs if d.id == dialogue.document_id)
+        group = next(g for g in items if g.id == dialogue.document_id)
+        used = {s for t in dialogue.turns for s in t.generated.source.split("+")}
+        both += len(group.documents) > 1 and used >= {d.id for d in group.documents}
         for turn in dialogue.turns:
             earlier = dialogue.turns[: turn.index - 1]
             keys += 1
-            supported += checks.unsupported_key(turn.generated, doc.text) is None
+            supported += sources.evidence_check(turn.generated, group) is None
+            crossing += turn.generated.question_type == "cross_document"
             attempts += 1 + len(turn.rejections)
             if earlier:
                 n_follow_ups += 1
@@ -72,12 +91,21 @@ def main(argv: list[str] | None = None) -> int:
     print(f"follow-up turns whose message leaves out something its stand-alone question names "
           f"and the conversation said: {depends} of {n_follow_ups}")
     print(f"follow-up turns asking again: {repeated} of {n_follow_ups}")
-    print(f"answer keys matching a quoted sentence with every figure: {supported} of {keys}")
+    print(f"answer keys matching a quoted sentence of their document with every figure: "
+          f"{supported} of {keys}")
     print(f"follow-up turns used without the validator model's approval: {unchecked}")
+    rejected = attempts - keys
+    print(f"validator rejection rate: {rejected} of {attempts} attempts "
+          f"({rejected / max(attempts, 1):.0%})")
+    if args.group:
+        print(f"turns that use two documents (cross_document): {crossing} of {keys} "
+              f"({crossing / max(keys, 1):.0%}); dialogues that asked about every document "
+              f"of their group: {both} of {len(dialogues)}")
     for dialogue in dialogues:
         print(f"\n{dialogue.document_id}: {dialogue.scores}")
         for turn in dialogue.turns:
-            print(f"  {turn.index}. {turn.generated.rag_input!r} -> {turn.answer.answer[:90]!r}"
+            print(f"  {turn.index}. [{turn.generated.source or dialogue.document_id}] "
+                  f"{turn.generated.rag_input!r} -> {turn.answer.answer[:90]!r}"
                   f"  [key: {turn.generated.ground_truth[:60]!r}]")
     return 0
 

@@ -18,6 +18,7 @@ __version__ = "0.1.0"
 
 _LAZY = {
     "Document": "engine.models",
+    "DocumentGroup": "engine.models",
     "Message": "engine.models",
     "RagAnswer": "engine.models",
     "GeneratedTurn": "engine.models",
@@ -57,6 +58,7 @@ if TYPE_CHECKING:
     from .engine.models import (
         Dialogue,
         Document,
+        DocumentGroup,
         GeneratedTurn,
         Judgement,
         Message,

@@ -2,4 +2,5 @@
 (``settings``), the three stages (``generator``, ``validator`` with its exact ``checks``,
 ``evaluator``), the ``dialogue`` that runs them against a RAG system (a turn generated and
 validated in ``turns``, the system under test asked in ``asking``), the ``metrics`` and the
-prompt ``templates``. Model calls go through :mod:`pytest_ragdive.llm`."""
+prompt ``templates``; ``groups`` of documents one conversation moves between, whose turns
+``sources`` checks. Model calls go through :mod:`pytest_ragdive.llm`."""

@@ -35,6 +35,10 @@ def content_words(text: str) -> list[str]:
     return [w for w in words(text) if w and w not in STOPWORDS and not w.isdigit()]
 
 
+def numbers(text: str) -> list[str]:
+    return _NUMBER.findall(text)
+
+
 def _normalized(text: str) -> str:
     return " ".join(words(text))
 

@@ -18,7 +18,7 @@ from .asking import RagAdapter, ask, start
 from .errors import DialogueError, GenerationError
 from .evaluator import evaluate
 from .judges import Judges
-from .models import Dialogue, Document, Message, Turn
+from .models import Dialogue, Document, DocumentGroup, Message, Turn
 from .openers import Opener, opener_for
 from .settings import check_all, default, scored_metrics
 from .turns import next_turn
@@ -32,7 +32,7 @@ Progress = Callable[[str, int, str], None]
 
 
 async def arun_dialogue(
-    document: Document,
+    document: Document | DocumentGroup,
     adapter: RagAdapter,
     *,
     judges: Judges,
@@ -51,7 +51,8 @@ async def arun_dialogue(
     progress: Progress | None = None,
     openers: Sequence[Opener] = (),
 ) -> Dialogue:
-    """Hold a ``turns``-turn conversation about ``document`` with ``adapter`` and score it.
+    """Hold a ``turns``-turn conversation about ``document`` (or a group of documents that
+    it moves between, :mod:`.groups`) with ``adapter`` and score it.
 
     Failures of this dialogue (the adapter raising or timing out, a missing recording) end
     it with ``dialogue.errors["dialogue"]`` set, the validator rejecting every attempt at a
@@ -73,15 +74,16 @@ async def arun_dialogue(
     chosen = scored_metrics(tuple(metrics) if metrics is not None else None, turns,
                             "arun_dialogue", judges.models["evaluator"].name, role)
     client = client or LLMClient(ResponseCache(Path(cache_dir), record_mode))
-    dialogue = Dialogue(document_id=document.id, role=role)
+    group = DocumentGroup.of(document)
+    dialogue = Dialogue(document_id=group.id, role=role)
     report = progress or (lambda doc, turn, stage: None)
     with usage_scope(dialogue.usage):
         try:
             await asyncio.wait_for(
-                _converse(dialogue, document, adapter, judges, client, turns, max_regenerations,
+                _converse(dialogue, group, adapter, judges, client, turns, max_regenerations,
                           validation, asks_model(judges.models["validator"], validator_checks),
                           seed, adapter_timeout, report, chosen,
-                          opener_for(openers, document, seed)),
+                          opener_for(openers, group, seed)),
                 dialogue_timeout,
             )
         except asyncio.TimeoutError:
@@ -94,13 +96,13 @@ async def arun_dialogue(
             dialogue.errors["generation"] = str(exc)
         except (DialogueError, CacheMiss, ModelError) as exc:
             dialogue.errors["dialogue"] = str(exc)
-    report(document.id, len(dialogue.turns), "done")
+    report(group.id, len(dialogue.turns), "done")
     return dialogue
 
 
 async def _converse(
     dialogue: Dialogue,
-    document: Document,
+    group: DocumentGroup,
     adapter: RagAdapter,
     judges: Judges,
     client: LLMClient,
@@ -118,12 +120,12 @@ async def _converse(
     history: list[Message] = []
     for index in range(1, turns + 1):
         candidate, rejections, validated = await next_turn(
-            dialogue, document, index, judges=judges, client=client,
+            dialogue, group, index, judges=judges, client=client,
             max_regenerations=max_regenerations, validation=validation,
             model_checks=model_checks, seed=seed,
-            report=functools.partial(report, document.id, index), opener=opener,
+            report=functools.partial(report, group.id, index), opener=opener,
         )
-        report(document.id, index, "answer")
+        report(group.id, index, "answer")
         answer = await ask(session, candidate.rag_input, history, index, adapter_timeout)
         dialogue.turns.append(
             Turn(index=index, generated=candidate, answer=answer, rejections=rejections,
@@ -133,12 +135,12 @@ async def _converse(
             Message(role="user", content=candidate.rag_input),
             Message(role="assistant", content=answer.answer),
         ]
-    report(document.id, turns, "evaluate")
+    report(group.id, turns, "evaluate")
     await evaluate(dialogue, client, judges.models["evaluator"], metrics)
 
 
 async def arun_dialogues(
-    documents: Sequence[Document],
+    documents: Sequence[Document | DocumentGroup],
     adapter: RagAdapter,
     *,
     judges: Judges,
@@ -148,7 +150,7 @@ async def arun_dialogues(
     record_mode: RecordMode = default("record_mode"),
     **options: Any,
 ) -> list[Dialogue]:
-    """One dialogue per document, all running at once under one limit of
+    """One dialogue per document (or group), all running at once under one limit of
     ``concurrency`` model calls in flight. Options are those of :func:`arun_dialogue`."""
     client = client or LLMClient(
         ResponseCache(Path(cache_dir), record_mode), concurrency=concurrency
@@ -161,7 +163,7 @@ async def arun_dialogues(
     )
 
 
-def run_dialogue(document: Document, adapter: RagAdapter, **options: Any) -> Dialogue:
+def run_dialogue(document: Document | DocumentGroup, adapter: RagAdapter, **options: Any) -> Dialogue:
     """The blocking twin of :func:`arun_dialogue`."""
     return run_blocking(arun_dialogue(document, adapter, **options))
 

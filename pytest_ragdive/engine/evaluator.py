@@ -217,7 +217,7 @@ def judge_prompts(metric: str, turn: Turn, earlier: list[Turn]) -> list[str]:
     """The question of a binary judge about ``turn``, and its second call if it has one:
     the negation, or the question about the answer key in place of the reply."""
     wrong, right = changed_figure(turn.generated.premise, turn.generated.evidence)
-    context = {
+    context: dict[str, Any] = {
         "question": turn.generated.standalone_question,
         "rag_input": turn.generated.rag_input,
         "ground_truth": turn.generated.ground_truth,

@@ -4,6 +4,14 @@ Left to choose, a small generator asks the same thing again and again (the examp
 tram-network dialogue asked its first question three times). So the plugin chooses: a
 sentence of the document that no turn used yet, drawn by seed among those that share a
 word with the last turn (so that the follow-up can lean on it), else among all unused ones.
+
+In a conversation about a group of documents (:mod:`.groups`) the plugin also chooses the
+document: a follow-up asks about a document no turn asked about yet while there is one
+(the user moves on, "and does the ferry take bikes too?"); after that, drawn by seed, it
+is a ``cross_document`` turn with probability ``CROSS_SHARE`` (one fact of the last turn's
+document and one of another, the second sharing a word with the first where one does), else
+about any document of the group. A premise (role ``mistaken``) states one fact, so that
+role has no cross-document turns.
 """
 
 from __future__ import annotations
@@ -11,12 +19,15 @@ from __future__ import annotations
 import random
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from .checks import content_words, supporting_sentences, words
-from .models import Document, Turn
+from .models import Document, DocumentGroup, GeneratedTurn, Turn
 from .premises import figures
 
 _CLAUSE = re.compile(r"(?<=[.!?])\s+|;\s+")
+#: the chance that a follow-up in a group, once every document was asked about, uses two
+CROSS_SHARE = 0.5
 
 
 def facts(document: Document) -> list[str]:
@@ -26,24 +37,72 @@ def facts(document: Document) -> list[str]:
     return [c.strip() for c in _CLAUSE.split(" ".join(lines)) if len(words(c)) >= 4]
 
 
+def quotes(turn: GeneratedTurn) -> list[str]:
+    """The sentences a turn's evidence quotes: one, or one per document of a
+    cross_document turn."""
+    return turn.evidence.split("\n") if "+" in turn.source else [turn.evidence]
+
+
+def quoted_from(turn: GeneratedTurn, document: Document) -> list[str]:
+    """What a turn's evidence quotes of ``document``: all of it about one document."""
+    if not turn.source:
+        return [turn.evidence]
+    return [q for name, q in zip(turn.source.split("+"), quotes(turn)) if name == document.id]
+
+
 def next_fact(document: Document, history: Sequence[Turn], seed: int,
-              with_figure: bool = False) -> str:
+              with_figure: bool = False, about: str | None = None) -> str:
     """The fact the next turn asks about (see the module); with ``with_figure``, one that
-    holds a figure where the document has any (for a false premise, :mod:`.premises`)."""
+    holds a figure where the document has any (for a false premise, :mod:`.premises`);
+    with ``about``, one related to that text instead of to the last turn."""
     every = facts(document) or [document.text.strip()]
     if with_figure:
         every = [f for f in every if figures(f)] or every
-    used = {s for t in history
-            for s in supporting_sentences(t.generated.evidence, " ".join(every))}
+    used = {s for t in history for quote in quoted_from(t.generated, document)
+            for s in supporting_sentences(quote, " ".join(every))}
     pool = [f for f in every if not any(f in s or s in f for s in used)] or every
     draw = random.Random(f"{document.id}|{seed}|{len(history)}")
     if not history:
         return draw.choice(pool)
     vocabulary = [set(content_words(f)) for f in every]
     last = history[-1]
+    if about is None:
+        about = (f"{last.generated.standalone_question} {last.generated.ground_truth} "
+                 f"{last.answer.answer}")
     # words most sentences share (the document's own subject) relate nothing
-    topic = {w for w in content_words(f"{last.generated.standalone_question} "
-                                      f"{last.generated.ground_truth} {last.answer.answer}")
+    topic = {w for w in content_words(about)
              if sum(w in v for v in vocabulary) <= len(every) / 3}
     related = [f for f in pool if topic & set(content_words(f))]
     return draw.choice(related or pool)
+
+
+@dataclass(frozen=True)
+class Asked:
+    """What a follow-up asks about: a fact of one document, or one of each of two (a
+    cross_document turn), in the group's order."""
+
+    sources: tuple[str, ...]
+    facts: tuple[str, ...]
+
+
+def next_facts(group: DocumentGroup, history: Sequence[Turn], seed: int,
+               with_figure: bool = False) -> Asked:
+    """The fact or facts the next follow-up asks about, and their documents (see the
+    module); for a group of one, :func:`next_fact` of its document."""
+    documents = group.documents
+    if len(documents) == 1:
+        return Asked((documents[0].id,), (next_fact(documents[0], history, seed, with_figure),))
+    draw = random.Random(f"{group.id}|{seed}|{len(history)}|documents")
+    asked = {s for t in history for s in t.generated.source.split("+")}
+    fresh = [d for d in documents if d.id not in asked]
+    if fresh or with_figure or draw.random() >= CROSS_SHARE:
+        document = draw.choice(fresh or documents)
+        return Asked((document.id,), (next_fact(document, history, seed, with_figure),))
+    last = history[-1].generated.source.split("+")
+    first = group.get(last[0]) if len(last) == 1 else None
+    first = first or draw.choice(documents)
+    second = draw.choice([d for d in documents if d is not first])
+    fact = next_fact(first, history, seed)
+    chosen = {first.id: fact, second.id: next_fact(second, history, seed, about=fact)}
+    pair = [d.id for d in documents if d.id in chosen]
+    return Asked(tuple(pair), tuple(chosen[i] for i in pair))

@@ -8,9 +8,9 @@ from pydantic import BaseModel
 
 from ..llm.client import LLMClient
 from ..llm.model import Model
-from .facts import next_fact
+from .facts import next_facts
 from .follow_ups import chat_message, said_before
-from .models import Document, GeneratedTurn, Turn
+from .models import Document, DocumentGroup, GeneratedTurn, Turn
 from .premises import ROLE as MISTAKEN
 from .premises import false_premise
 from .templates import history_view, render, role_description
@@ -33,6 +33,24 @@ class OpenerKey(BaseModel):
     ground_truth: str
 
 
+class GroupFirstQuestion(BaseModel):
+    """Turn 1 about a group of documents: also the name of the one it asks about."""
+
+    question: str
+    source: str
+    evidence: str
+    ground_truth: str
+
+
+class GroupOpenerKey(BaseModel):
+    """A real user's first message about a group: also the document that answers it."""
+
+    standalone_question: str
+    source: str
+    evidence: str
+    ground_truth: str
+
+
 class NextQuestion(BaseModel):
     """What the generator writes for later turns, about the fact it is given, in the order
     a small model writes them best: the fact's answer first (a question written first
@@ -49,7 +67,7 @@ async def generate_turn(
     client: LLMClient,
     model: Model,
     *,
-    document: Document,
+    document: Document | DocumentGroup,
     role: str,
     history: list[Turn],
     feedback: str = "",
@@ -57,50 +75,64 @@ async def generate_turn(
     seed: int,
     opener: str | None = None,
 ) -> GeneratedTurn:
-    """The next turn about ``document`` given the accepted ``history``.
+    """The next turn about ``document`` (or a group of documents) given the accepted
+    ``history``.
 
     ``feedback`` is the validator's reason for rejecting the previous attempt at this
     turn; the rejected attempt itself is not shown, which keeps prompts short. ``opener``, a
     real user's first message, is turn 1's message as it is (:mod:`.openers`). A follow-up
-    asks about the fact :func:`~.facts.next_fact` chooses (``seed`` differs per attempt),
+    asks about the fact :func:`~.facts.next_facts` chooses (``seed`` differs per attempt),
     and its message is the model's when it leans on the conversation, else its stand-alone
     question made to refer back (:mod:`~pytest_ragdive.engine.follow_ups`). In the role
     ``mistaken``, a follow-up's fact holds a figure, and its message states the fact with
-    that figure changed before it asks (:mod:`.premises`).
+    that figure changed before it asks (:mod:`.premises`). About a group, every turn names
+    the document of its evidence (``source``): the model for turn 1, the plugin after it.
     """
+    group = DocumentGroup.of(document)
+    many = len(group.documents) > 1
     mistaken = role == MISTAKEN and bool(history)
-    fact = next_fact(document, history, seed, with_figure=mistaken) if history else ""
+    asked = next_facts(group, history, seed, with_figure=mistaken) if history else None
+    fact = "\n".join(asked.facts) if asked else ""
     premise = false_premise(fact, seed) if mistaken else None
+    about = ({"sources": [(d.id, d.text) for d in group.documents],
+              "names": " or ".join(f'"{d.id}"' for d in group.documents),
+              "facts": list(zip(asked.sources, asked.facts)) if asked else []}
+             if many else {"document": group.documents[0].text, "fact": fact})
     prompt = render(
         "generator",
+        group=many,
         role=role_description(role),
-        document=document.text,
         history=history_view(history),
         asked=[t.generated.standalone_question for t in history],
-        fact=fact,
         opener=opener if not history else None,
         index=len(history) + 1,
         feedback=feedback,
+        **about,
     )
     messages = [{"role": "user", "content": prompt}]
     if not history and opener is not None:
-        key = await client.structured(model, messages, OpenerKey, temperature=temperature,
+        keys: type[OpenerKey | GroupOpenerKey] = GroupOpenerKey if many else OpenerKey
+        key = await client.structured(model, messages, keys, temperature=temperature,
                                       seed=seed)
         return GeneratedTurn(rag_input=opener,
                              standalone_question=key.standalone_question or opener,
                              ground_truth=key.ground_truth, question_type="initial",
-                             evidence=key.evidence)
+                             evidence=key.evidence,
+                             source=key.source if isinstance(key, GroupOpenerKey) else "")
     if not history:
-        first = await client.structured(
-            model, messages, FirstQuestion, temperature=temperature, seed=seed
-        )
+        firsts: type[FirstQuestion | GroupFirstQuestion] = (GroupFirstQuestion if many
+                                                            else FirstQuestion)
+        first = await client.structured(model, messages, firsts, temperature=temperature,
+                                        seed=seed)
         return GeneratedTurn(
             rag_input=first.question,
             standalone_question=first.question,
             ground_truth=first.ground_truth,
             question_type="initial",
             evidence=first.evidence,
+            source=first.source if isinstance(first, GroupFirstQuestion) else "",
         )
+    assert asked is not None
     nxt = await client.structured(model, messages, NextQuestion, temperature=temperature, seed=seed)
     # a premise is said last, just before the question, which may lean on it
     said, last = said_before(history), said_before(history[-1:])
@@ -108,6 +140,9 @@ async def generate_turn(
         said, last = [*said, premise], [premise]
     message = chat_message(nxt.rag_input, nxt.standalone_question, said, last)
     turn = GeneratedTurn(**{**nxt.model_dump(), "rag_input": message, "evidence": fact})
+    if many:
+        crossing = {"question_type": "cross_document"} if len(asked.sources) > 1 else {}
+        turn = turn.model_copy(update={"source": "+".join(asked.sources), **crossing})
     if premise:
         turn = turn.model_copy(update={"rag_input": f"{premise} {message}", "premise": premise})
     return turn

@@ -10,11 +10,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..llm.usage import Usage
 
 __all__ = [
-    "Dialogue", "Document", "GeneratedTurn", "Judgement", "Message", "RagAnswer", "Rejection",
+    "Dialogue", "Document", "DocumentGroup", "GeneratedTurn", "Judgement", "Message", "RagAnswer", "Rejection",
     "Turn", "Usage", "Verdict",
 ]
 
-QuestionType = Literal["initial", "follow_up", "clarification", "correction", "comparative"]
+QuestionType = Literal["initial", "follow_up", "clarification", "correction", "comparative",
+                       "cross_document"]
 
 #: The validator's rejection classes (RAG-DIVE paper, section 5.2).
 RejectionCategory = Literal[
@@ -36,6 +37,25 @@ class Document(_Model):
     id: str
     text: str
     metadata: dict[str, object] = Field(default_factory=dict)
+
+
+class DocumentGroup(_Model):
+    """Documents one conversation moves between (``document_fixture(..., group=2)``,
+    :mod:`.groups`); its id joins theirs with "+". A group of one is a document's
+    conversation as it always was."""
+
+    documents: list[Document] = Field(min_length=1)
+
+    @property
+    def id(self) -> str:
+        return "+".join(d.id for d in self.documents)
+
+    @staticmethod
+    def of(source: Document | DocumentGroup) -> DocumentGroup:
+        return source if isinstance(source, DocumentGroup) else DocumentGroup(documents=[source])
+
+    def get(self, document_id: str) -> Document | None:
+        return next((d for d in self.documents if d.id == document_id), None)
 
 
 class Message(_Model):
@@ -60,6 +80,10 @@ class GeneratedTurn(_Model):
     evidence: str = Field(default="", description="The document's sentence that answers it.")
     premise: str = Field(default="", description="A false belief about the evidence that the "
                          "message states (role mistaken); the evidence refutes it.")
+    source: str = Field(default="", description="The id of the document of a group that the "
+                        "evidence is quoted from; two joined by '+' in a cross_document turn, "
+                        "whose evidence is then one sentence of each, a line each, in that "
+                        "order. Empty in a conversation about one document.")
 
 
 class Verdict(_Model):
@@ -102,7 +126,8 @@ class Turn(_Model):
 
 
 class Dialogue(_Model):
-    """A finished, evaluated conversation about one document.
+    """A finished, evaluated conversation about one document or a group of them
+    (``document_id`` is then the group's id).
 
     ``errors`` maps what failed to why: ``"dialogue"`` when the conversation itself
     could not be completed, ``"generation"`` when the generator wrote no turn the validator

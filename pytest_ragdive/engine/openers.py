@@ -16,7 +16,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from .models import Document
+from .models import Document, DocumentGroup
 
 
 class Opener(BaseModel):
@@ -68,10 +68,12 @@ def check_documents(openers: Sequence[Opener], documents: Sequence[Document], wh
                          f"{', '.join(sorted(known))})")
 
 
-def opener_for(openers: Sequence[Opener], document: Document, seed: int) -> str | None:
-    """The first message of a dialogue about ``document`` at ``seed``: one of the document's
-    openers, else of those naming no document; None when there is none."""
-    own = [o.message for o in openers if o.document == document.id]
+def opener_for(openers: Sequence[Opener], document: Document | DocumentGroup,
+               seed: int) -> str | None:
+    """The first message of a dialogue about ``document`` (or a group) at ``seed``: one of
+    the openers of its documents, else of those naming no document; None when there is none."""
+    ids = {d.id for d in DocumentGroup.of(document).documents}
+    own = [o.message for o in openers if o.document in ids]
     pool = own or [o.message for o in openers if o.document is None]
     if not pool:
         return None

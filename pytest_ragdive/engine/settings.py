@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import PurePath
 from typing import Any
 
 from ..llm.structured import STRUCTURED_OUTPUTS
@@ -97,6 +98,13 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
     Setting("documents", str, "", "the source documents: a file, folder or glob (relative to "
             "the rootdir in the ini file, to the test module in the marker)", (MARKER, INI),
             form="a path or glob (the marker also takes a list of Documents)"),
+    Setting("group", str, "", "documents per conversation, for the documents of the marker or "
+            "the ini file (document_fixture takes its own group=): N puts each document with the "
+            "N - 1 that share the most distinctive words with it; a path names a file of "
+            "groups, one a line (relative to the rootdir in the ini file, "
+            "to the test module in the marker); left out, one document per conversation",
+            (MARKER, INI), ini_name="ragdive_document_group",
+            form="a number of documents >= 2, or the path of a groups file"),
     Setting("openers", str, "", "a JSONL file of real users' first messages, one "
             '{"message": ..., "document": <id>} per line (the document optional): each dialogue '
             "starts from one of its document's, drawn by seed, else from one naming no document "
@@ -194,6 +202,8 @@ def check(name: str, value: Any, where: str) -> Any:
             raise SettingError(f"{where}: unknown {name} {', '.join(map(repr, unknown))}; "
                                f"choose from {', '.join(setting.choices)}")
         return tuple(value)
+    if name == "group":
+        return check_group(value, where)
     if setting.kind is bool:
         if not isinstance(value, bool):
             raise bad
@@ -215,6 +225,23 @@ def check(name: str, value: Any, where: str) -> Any:
     if name == "role":
         check_role(value, where)
     return value
+
+
+def check_group(value: Any, where: str) -> int | str:
+    """A group setting: a number of documents (2 or more), the path of a groups file, or ""
+    (none: one document per conversation)."""
+    if value == "":
+        return value
+    number = int(value) if isinstance(value, str) and value.strip().isdigit() else value
+    if isinstance(number, int) and not isinstance(number, bool) and number >= 2:
+        return number
+    if isinstance(number, (str, PurePath)) and str(number).strip():
+        return str(number).strip()
+    prefix = f"{where}: " if where else ""
+    raise SettingError(
+        f"{prefix}group={value!r} is not {SETTINGS['group'].accepts}; give group=2 to pair "
+        f"documents, a file that lists the groups, or leave group out for one document per "
+        f"conversation")
 
 
 def check_role(role: str, where: str) -> None:

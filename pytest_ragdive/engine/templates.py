@@ -29,10 +29,11 @@ def one_line(text: str) -> str:
 
 
 @functools.cache
-def _environment() -> jinja2.Environment:
+def _environment(group: bool) -> jinja2.Environment:
+    """The templates; for a group of documents, those of ``group/`` in place of theirs."""
     folder = str(files("pytest_ragdive.prompts"))
     environment = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(folder),
+        loader=jinja2.FileSystemLoader([f"{folder}/group", folder] if group else folder),
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
@@ -43,8 +44,10 @@ def _environment() -> jinja2.Environment:
     return environment
 
 
-def render(template: str, **context: Any) -> str:
-    return _environment().get_template(f"{template}.j2").render(**context).strip()
+def render(template: str, *, group: bool = False, **context: Any) -> str:
+    """``template`` rendered; with ``group``, as about a group of documents (``sources``: each
+    document's id and text), whose prompts are those of ``prompts/group/`` where it has one."""
+    return _environment(group).get_template(f"{template}.j2").render(**context).strip()
 
 
 def role_description(role: str) -> str:

@@ -10,7 +10,7 @@ from ..llm.errors import ReplyError
 from .errors import DialogueError, GenerationError
 from .generator import generate_turn
 from .judges import Judges
-from .models import Dialogue, Document, GeneratedTurn, Rejection
+from .models import Dialogue, DocumentGroup, GeneratedTurn, Rejection
 from .validator import exact_verdict, judge_turn
 
 #: the one fault an attempt may have and still be used under validation "once": not leaning
@@ -20,7 +20,7 @@ _TOLERABLE = ["rag_input_not_connected"]
 
 async def next_turn(
     dialogue: Dialogue,
-    document: Document,
+    group: DocumentGroup,
     index: int,
     *,
     judges: Judges,
@@ -45,17 +45,17 @@ async def next_turn(
     for attempt in range(max_regenerations + 1):
         report("generate")
         candidate = await generate_turn(
-            client, models["generator"], document=document, role=dialogue.role,
+            client, models["generator"], document=group, role=dialogue.role,
             history=dialogue.turns, feedback=feedback,
             temperature=judges.generator_temperature, seed=seed + attempt, opener=opener,
         )
         report("validate")
-        verdict = exact_verdict(candidate, document, dialogue.turns)
+        verdict = exact_verdict(candidate, group, dialogue.turns)
         validated = not (validation == "once" and judged)
         if verdict.valid and validated and model_checks:
             try:
                 verdict = await judge_turn(
-                    client, models["validator"], document=document, history=dialogue.turns,
+                    client, models["validator"], document=group, history=dialogue.turns,
                     candidate=candidate,
                 )
             except ReplyError as exc:
@@ -78,7 +78,7 @@ async def next_turn(
         elif opener is not None and index == 1:
             raise DialogueError(
                 f"turn 1: the opening message {opener!r} could not be answered from document "
-                f"{document.id!r} ({max_regenerations + 1} attempts; last feedback: "
+                f"{group.id!r} ({max_regenerations + 1} attempts; last feedback: "
                 f"{feedback}); give it the \"document\" it concerns in the openers file, or "
                 f"leave it out")
         else:

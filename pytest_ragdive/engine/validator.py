@@ -13,9 +13,9 @@ import asyncio
 
 from ..llm.client import LLMClient
 from ..llm.model import Model
-from . import checks, follow_ups, premises
+from . import checks, follow_ups, premises, sources
 from .metrics import AT_CHANCE
-from .models import Document, GeneratedTurn, RejectionCategory, Turn, Verdict
+from .models import Document, DocumentGroup, GeneratedTurn, RejectionCategory, Turn, Verdict
 from .templates import history_view, render
 
 #: check -> the paper's rejection class when it fails
@@ -24,6 +24,7 @@ CATEGORIES: dict[str, RejectionCategory] = {
     "premise_refuted": "ground_truth",
     "not_repeated": "question_not_consistent",
     "evidence_in_source": "ground_truth",
+    "uses_both": "ground_truth",
     "reads_naturally": "document_mentioned",
     "standalone": "not_standalone",
     "same_meaning": "question_not_consistent",
@@ -67,13 +68,18 @@ def asks_model(model: Model, setting: str) -> bool:
     return setting == "all"
 
 
-def exact_verdict(candidate: GeneratedTurn, document: Document, history: list[Turn]) -> Verdict:
-    """The exact checks' verdict on ``candidate``."""
+def exact_verdict(candidate: GeneratedTurn, document: Document | DocumentGroup,
+                  history: list[Turn]) -> Verdict:
+    """The exact checks' verdict on ``candidate``; about a group of documents, its evidence
+    is checked against the document it names (:mod:`.sources`)."""
+    group = DocumentGroup.of(document)
     earlier = [t.generated for t in history]
     found: dict[str, str | None] = {
-        "evidence_in_source": checks.unsupported_key(candidate, document.text),
+        "evidence_in_source": sources.evidence_check(candidate, group),
         "reads_naturally": checks.mentions_source(candidate),
     }
+    if candidate.question_type == "cross_document":
+        found["uses_both"] = sources.uses_both(candidate)
     if history:
         # a premise turn's question may lean on its premise, which states the fact in full
         asked = candidate.model_copy(update={"rag_input": premises.question_of(candidate)})
@@ -93,22 +99,30 @@ def _verdict(failed: dict[str, str]) -> Verdict:
 
 
 def check_prompt(
-    check: str, candidate: GeneratedTurn, document: Document, history: list[Turn]
+    check: str, candidate: GeneratedTurn, document: Document | DocumentGroup,
+    history: list[Turn],
 ) -> str:
-    return render("validator", document=document.text, history=history_view(history),
-                  candidate=candidate, question=QUESTIONS[check][0])
+    """The prompt of one check: the documents the turn's evidence is from (one shown as
+    about a single document), the conversation, the turn and the question."""
+    shown = sources.documents_of(candidate, DocumentGroup.of(document))
+    about = ({"group": True, "sources": [(d.id, d.text) for d in shown]} if len(shown) > 1
+             else {"document": shown[0].text})
+    return render("validator", history=history_view(history), candidate=candidate,
+                  question=QUESTIONS[check][0], **about)
 
 
 async def judge_turn(
     client: LLMClient,
     model: Model,
     *,
-    document: Document,
+    document: Document | DocumentGroup,
     history: list[Turn],
     candidate: GeneratedTurn,
 ) -> Verdict:
-    """The validator model's verdict on ``candidate``: one yes/no question per check."""
-    asked = [c for c in QUESTIONS if history or c in FIRST_TURN]
+    """The validator model's verdict on ``candidate``: one yes/no question per check (not
+    whether a cross_document turn's type fits: the plugin gave it, with its two facts)."""
+    asked = [c for c in QUESTIONS if (history or c in FIRST_TURN)
+             and not (c == "type_fits" and candidate.question_type == "cross_document")]
     answers = await asyncio.gather(*(
         client.yes_probability(
             model, [{"role": "user", "content": check_prompt(c, candidate, document, history)}]

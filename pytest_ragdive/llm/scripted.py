@@ -3,7 +3,8 @@
 ``scripted({...})`` registers a litellm custom provider named ``fake`` and returns a
 model name such as ``"fake/1"`` whose replies come from the given responders, chosen
 by the name of the JSON schema the caller asked for (``GeneratedTurn``'s stage
-schemas ``FirstQuestion``/``NextQuestion``, and
+schemas ``FirstQuestion``/``NextQuestion``, ``GroupFirstQuestion`` about a group of
+documents, and
 ragas' ``StatementGeneratorOutput``, ``NLIStatementOutput``,
 ``ContextPrecisionOutput``, ``ContextRecallOutput``), or ``YesNo`` for the yes/no
 questions whose answer is read from token probabilities. A responder gets the request's

@@ -25,6 +25,16 @@ def first_sentence(messages: list[dict[str, Any]]) -> str:
     return re.split(r"(?<=[.!?])\s", source_of(messages).strip(), maxsplit=1)[0]
 
 
+def source_names(messages: list[dict[str, Any]]) -> list[str]:
+    """The names of the source texts of a prompt about a group of documents, in order."""
+    return re.findall(r'^Source text "([^"]+)":$', str(messages[-1].get("content", "")), re.M)
+
+
+def facts_of(messages: list[dict[str, Any]]) -> list[str]:
+    """The two facts a cross-document follow-up prompt asks about."""
+    return re.findall(r'^Fact of "[^"]+": (.*)$', str(messages[-1].get("content", "")), re.M)
+
+
 def turn_number(messages: list[dict[str, Any]]) -> int:
     """The number of the turn a generator prompt asks for."""
     match = re.search(r"Write turn (\d+)", str(messages[-1].get("content", "")))
@@ -60,12 +70,20 @@ def generic(schema: str) -> Responder:
             return {"standalone_question": found.group(1) if found else "",
                     "evidence": first_sentence(messages), "ground_truth": "The topic."}
         return opener_key
-    if schema == "NextQuestion":
+    if schema in ("GroupFirstQuestion", "GroupOpenerKey"):  # about a group: its first source
+        def about_group(messages: list[dict[str, Any]]) -> dict[str, Any]:
+            names = source_names(messages)
+            return {**generic(schema.removeprefix("Group"))(messages),
+                    "source": names[0] if names else ""}
+        return about_group
+    if schema == "NextQuestion":  # a cross-document one's answer key states both facts
         def next_question(messages: list[dict[str, Any]]) -> dict[str, Any]:
             nth = ORDINALS[turn_number(messages) - 1]
+            both = facts_of(messages)
             return {"standalone_question": f"What is the {nth} fact about the topic?",
                     "rag_input": f"And the {nth} fact about it?",
-                    "ground_truth": f"The {nth} fact.", "question_type": "follow_up"}
+                    "ground_truth": " ".join(both) if both else f"The {nth} fact.",
+                    "question_type": "follow_up"}
         return next_question
     if schema == "YesNo":
         return lambda messages: 0.9

@@ -12,7 +12,7 @@ from .session import STATE
 if TYPE_CHECKING:
     from ..engine.asking import RagAdapter
     from ..engine.judges import Judges
-    from ..engine.models import Dialogue, Document
+    from ..engine.models import Dialogue, Document, DocumentGroup
     from ..llm.client import LLMClient
 
 
@@ -68,9 +68,9 @@ def ragdive_client(pytestconfig: pytest.Config) -> LLMClient:
 
 
 @pytest.fixture
-def ragdive_document() -> Document:
-    """The source document of the current item; parametrized by the plugin or by
-    :func:`pytest_ragdive.document_fixture`."""
+def ragdive_document() -> Document | DocumentGroup:
+    """The source document (or group of documents) of the current item; parametrized by the
+    plugin or by :func:`pytest_ragdive.document_fixture`."""
     pytest.fail(
         "pytest-ragdive found no documents for this test. Give them with "
         "@ragdive.conversation(documents=...), with "
@@ -85,7 +85,7 @@ def ragdive_dialogue(
     request: pytest.FixtureRequest,
     ragdive_adapter: Any,
     ragdive_judges: Judges,
-    ragdive_document: Document,
+    ragdive_document: Document | DocumentGroup,
 ) -> Dialogue:
     """The evaluated dialogue of the current item (the first run's, on update)."""
     return request.config.stash[STATE].dialogue_for(

@@ -86,11 +86,12 @@ def check_dialogue(
 
 
 @functools.cache
-def prompts_digest(role: str, metrics: tuple[str, ...]) -> str:
+def prompts_digest(role: str, metrics: tuple[str, ...], group: bool = False) -> str:
     """The method's prompts and judge questions and thresholds, as a digest: a band scored
     by other ones measured something else. A role's own prompt and metric (the role
-    ``mistaken``, ``premise_corrected``) count only for the items that use them, so that
-    adding them left every other band as it was."""
+    ``mistaken``, ``premise_corrected``) and the prompts of a group of documents
+    (``prompts/group/``) count only for the items that use them, so that adding them left
+    every other band as it was."""
     from importlib.resources import files
 
     from ..engine.evaluator import JUDGES
@@ -99,27 +100,41 @@ def prompts_digest(role: str, metrics: tuple[str, ...]) -> str:
     unused = {f"{m}.j2" for m in ROLE_METRICS if m not in metrics}
     unused |= {f"{r}.j2" for r in ROLE_METRICS.values() if r != role}
     folder = files("pytest_ragdive.prompts")
+    entries = [*folder.iterdir(), *folder.joinpath("roles").iterdir()]
     texts = sorted(f"{entry.name}\n{entry.read_text(encoding='utf-8')}"
-                   for entry in [*folder.iterdir(), *folder.joinpath("roles").iterdir()]
-                   if entry.name.endswith(".j2") and entry.name not in unused)
+                   for entry in entries if entry.name.endswith(".j2") and entry.name not in unused)
+    if group:
+        texts += sorted(f"group/{entry.name}\n{entry.read_text(encoding='utf-8')}"
+                        for entry in folder.joinpath("group").iterdir()
+                        if entry.name.endswith(".j2"))
     judges = sorted((m, j) for m, j in JUDGES.items() if f"{m}.j2" not in unused)
     digest = hashlib.sha256("\n".join([*texts, repr(judges)]).encode())
     return f"sha256 {digest.hexdigest()[:12]}"
 
 
-def produced_by(settings: ItemSettings, judges: dict[str, str]) -> dict[str, Any]:
-    """What a band must have been recorded with to judge an item of these settings: the
-    settings, the judges, the package's prompts (by digest) and the openers, where there
-    are any, by their number and digest."""
+def produced_by(settings: ItemSettings, judges: dict[str, str],
+                group: bool = False) -> dict[str, Any]:
+    """What a band must have been recorded with to judge an item of these settings (``group``:
+    about a group of documents): the settings, the judges, the package's prompts (by
+    digest) and the openers, where there are any, by their number and digest."""
     produced: dict[str, Any] = {"turns": settings.turns, "role": settings.role,
                                 "metrics": list(settings.metrics), "judges": judges,
                                 "prompts": prompts_digest(settings.role,
-                                                          settings.metrics)}
+                                                          settings.metrics, group)}
     if settings.openers:
         digest = hashlib.sha256("\n".join(
             f"{o.document or ''}\t{o.message}" for o in settings.openers).encode()).hexdigest()
         produced["openers"] = f"{len(settings.openers)} messages, sha256 {digest[:12]}"
     return produced
+
+
+def is_group(item: pytest.Item) -> bool:
+    """Whether ``item`` is a conversation about a group of documents."""
+    from ..engine.models import DocumentGroup
+
+    callspec = getattr(item, "callspec", None)
+    document = callspec.params.get("ragdive_document") if callspec else None
+    return isinstance(document, DocumentGroup) and len(document.documents) > 1
 
 
 def leaves_band(path: Path, produced: dict[str, Any], scores: dict[str, float],
@@ -151,7 +166,7 @@ def check_band(
     ``record``."""
     first = dialogues[0]
     path = Path(record["file"])
-    produced = produced_by(settings, record["judges"])
+    produced = produced_by(settings, record["judges"], is_group(item))
     if update:
         from .. import __version__
 

@@ -20,7 +20,7 @@ from .fixtures import (
     ragdive_document,
     ragdive_judges,
 )
-from .marker import MARKER, check_options, marker_documents, register_ini_documents
+from .marker import MARKER, check_options, marker_items, register_ini_documents
 from .options import add_options
 from .session import STATE, RagdiveSession
 
@@ -44,7 +44,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[STATE] = session = RagdiveSession(config)
     documents = session.options.ini.get("documents")
     if documents:
-        register_ini_documents(config, documents)
+        register_ini_documents(config, documents, session.options.ini.get("group"))
     config.pluginmanager.register(SessionHooks(session), "ragdive-session")
 
 
@@ -82,10 +82,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         check_options(dict(marker.kwargs), f"{metafunc.definition.nodeid}: ragdive.conversation")
     except SettingError as exc:
         raise pytest.UsageError(str(exc)) from None
-    documents = marker.kwargs.get("documents")
-    if documents is not None:
-        docs = marker_documents(documents, metafunc.definition.path)
-        metafunc.parametrize("ragdive_document", docs, ids=[d.id for d in docs])
+    items = marker_items(marker.kwargs, metafunc.definition.path,
+                         metafunc.config.stash[STATE].options, metafunc.config.rootpath,
+                         f"{metafunc.definition.nodeid}: ragdive.conversation")
+    if items is not None:
+        metafunc.parametrize("ragdive_document", items, ids=[d.id for d in items])
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -3,7 +3,7 @@ so this module imports nothing heavy."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -12,7 +12,8 @@ import pytest
 from ..engine.settings import MARKER_OPTIONS, SettingError, check_all
 
 if TYPE_CHECKING:
-    from ..engine.models import Document
+    from ..engine.models import Document, DocumentGroup
+    from .options import Options
 
 MARKER = "ragdive"
 
@@ -26,10 +27,10 @@ def conversation(**options: Any) -> pytest.MarkDecorator:
     """Mark a test as a RAG-DIVE conversation test.
 
     ``@ragdive.conversation(turns=5, role="precise")`` expands the test into one item
-    per document; each item holds a conversation with the ``ragdive_adapter`` and
-    checks its scores against the recorded baseline band. Options left out come from
-    the ini file, then the defaults; the command line overrides them (see
-    ``pytest_ragdive.engine.settings``).
+    per document (or group of documents); each item holds a conversation with the
+    ``ragdive_adapter`` and checks its scores against the recorded baseline band. Options
+    left out come from the ini file, then the defaults; the command line overrides them
+    (see ``pytest_ragdive.engine.settings``).
     """
     try:
         check_options(options, "ragdive.conversation")
@@ -51,60 +52,103 @@ def check_options(options: dict[str, Any], where: str) -> None:
 
 
 def document_fixture(
-    source: str | Path | Sequence[Document], *, name: str = "ragdive_document"
+    source: str | Path | Sequence[Document], *, name: str = "ragdive_document",
+    group: int | str | Path | None = None,
 ) -> Any:
-    """A parametrized fixture yielding one :class:`Document` per test item.
+    """A parametrized fixture yielding one :class:`Document` per test item, or with
+    ``group`` one :class:`DocumentGroup`.
 
     ``ragdive_document = ragdive.document_fixture("kb/*.md")`` in conftest.py makes each
     conversation test run once per document. ``source`` is a list of Documents, or a
-    file, folder or glob relative to the conftest.py that defines the fixture.
+    file, folder or glob relative to the conftest.py that defines the fixture. ``group=2``
+    makes each item a conversation that moves between two documents, paired by the words
+    they share; ``group="groups.txt"`` names a file of groups, relative to the conftest.py
+    (:mod:`pytest_ragdive.engine.groups`).
     """
     from ..engine.documents import check_unique, load_documents
 
     __tracebackhide__ = True  # the user's conftest line and the cause, not our frames
+    what = repr(str(source)) if isinstance(source, (str, Path)) else "[...]"
+    what += "" if group is None else f", group={group!r}"
+    import inspect
+
+    relative = isinstance(source, (str, Path)) or group is not None
+    caller = Path(inspect.stack()[1].filename).parent if relative else Path()
     try:
         if isinstance(source, (str, Path)):
-            import inspect
-
-            caller = Path(inspect.stack()[1].filename).parent
             documents = load_documents(source, root=caller)
         else:
             documents = check_unique(source)
+        items = grouped(documents, group, caller) if group is not None else documents
     except (OSError, ValueError) as exc:
-        what = repr(str(source)) if isinstance(source, (str, Path)) else "[...]"
         raise ValueError(f"ragdive.document_fixture({what}): {exc}") from None
+    return _fixture_of(items, name)
 
-    @pytest.fixture(name=name, params=documents, ids=[d.id for d in documents])
-    def _fixture(request: pytest.FixtureRequest) -> Document:
+
+def _fixture_of(items: Sequence[Document | DocumentGroup], name: str) -> Any:
+    @pytest.fixture(name=name, params=list(items), ids=[d.id for d in items])
+    def _fixture(request: pytest.FixtureRequest) -> Document | DocumentGroup:
         return request.param
 
     return _fixture
 
 
-def register_ini_documents(config: pytest.Config, source: str) -> None:
-    """Make ini ``ragdive_documents`` the default ``ragdive_document`` fixture."""
+def grouped(documents: list[Document], group: Any, root: Path
+            ) -> Sequence[Document | DocumentGroup]:
+    """``documents``, or with ``group`` (a number, or a groups file relative to ``root``)
+    their groups (:mod:`pytest_ragdive.engine.groups`)."""
+    if group is None or group == "":
+        return documents
+    from ..engine.groups import group_documents
+
+    return group_documents(documents, group, root=root)
+
+
+def register_ini_documents(config: pytest.Config, source: str, group: Any = None) -> None:
+    """Make ini ``ragdive_documents`` (grouped by ini ``ragdive_document_group``) the default
+    ``ragdive_document`` fixture."""
     import types
 
     try:
-        docs = _load(source, config.rootpath)
+        items = grouped(_load(source, config.rootpath), group, config.rootpath)
     except (OSError, ValueError) as exc:
         raise pytest.UsageError(f"ini ragdive_documents: {exc}") from None
     module = types.ModuleType("pytest_ragdive_ini_documents")
-    module.ragdive_document = document_fixture(docs)  # type: ignore[attr-defined]
+    module.ragdive_document = _fixture_of(items, "ragdive_document")  # type: ignore[attr-defined]
     config.pluginmanager.register(module, "ragdive-ini-documents")
 
 
-def marker_documents(source: Any, test_path: Path) -> list[Document]:
-    """The documents of ``ragdive.conversation(documents=...)``: a path relative to the test
-    module, or a list of Documents."""
+def marker_items(kwargs: Mapping[str, Any], test_path: Path, options: Options, rootdir: Path,
+                 where: str) -> Sequence[Document | DocumentGroup] | None:
+    """The items of a test whose marker gives ``documents`` (a path relative to the test
+    module, or a list of Documents) or ``group`` (over the marker's documents, else the ini
+    file's; the ini ``group`` applies to the marker's documents too): None when it gives
+    neither, and its documents come from a fixture."""
+    documents, group = kwargs.get("documents"), kwargs.get("group")
+    if documents is None and group is None:
+        return None
+    root = test_path.parent
+    if documents is None:
+        documents, root = options.ini.get("documents"), rootdir
+        if not documents:
+            raise pytest.UsageError(
+                f"{where}: group={group!r} groups the documents of documents= or of the ini "
+                f"ragdive_documents, and this test has neither; give documents= too, or group "
+                f"a document_fixture: ragdive.document_fixture('kb/*.md', group={group!r})")
+    if group is None:
+        group, group_root = options.ini.get("group"), rootdir
+    else:
+        group_root = test_path.parent
     try:
-        if isinstance(source, (str, Path)):
-            return _load(source, test_path.parent)
-        from ..engine.documents import check_unique
+        if isinstance(documents, (str, Path)):
+            docs = _load(documents, root)
+        else:
+            from ..engine.documents import check_unique
 
-        return check_unique(source)
+            docs = check_unique(documents)
+        return grouped(docs, group, group_root)
     except (OSError, ValueError) as exc:
-        raise pytest.UsageError(f"ragdive.conversation(documents=...): {exc}") from None
+        raise pytest.UsageError(f"{where}: {exc}") from None
 
 
 def _load(source: str | Path, root: Path) -> list[Document]:

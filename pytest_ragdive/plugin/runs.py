@@ -15,7 +15,7 @@ from .options import ItemSettings, Options
 if TYPE_CHECKING:
     from ..engine.asking import RagAdapter
     from ..engine.judges import Judges
-    from ..engine.models import Dialogue, Document
+    from ..engine.models import Dialogue, Document, DocumentGroup
     from ..llm.client import LLMClient
     from .scheduling import Progress, Runner
 
@@ -72,11 +72,13 @@ class Runs:
             return Judges(model, generator_temperature=judges.generator_temperature)
         return judges
 
-    def run(self, item: pytest.Item, adapter: RagAdapter, judges: Judges, document: Document,
-            chosen: ItemSettings, later: Sequence[pytest.Item]) -> Dialogue:
+    def run(self, item: pytest.Item, adapter: RagAdapter, judges: Judges,
+            document: Document | DocumentGroup, chosen: ItemSettings,
+            later: Sequence[pytest.Item]) -> Dialogue:
         """The first dialogue of ``item`` (settings ``chosen``), once all its runs ended;
         ``later``: the items of the same test that run after it."""
         from ..engine.dialogue import arun_dialogue
+        from ..engine.models import Document, DocumentGroup
         from .scheduling import Progress, Runner
 
         judges = self.judges(judges)
@@ -104,13 +106,13 @@ class Runs:
         confirming = not self.update and self.options.get("verdict") == "permutation"
         most = len(seeds) + (settings.confirm_runs if confirming else 0)
 
-        def start(doc: Document, seed: int) -> Callable[[], Awaitable[Dialogue]]:
+        def start(doc: Document | DocumentGroup, seed: int) -> Callable[[], Awaitable[Dialogue]]:
             return lambda: arun_dialogue(doc, adapter, seed=seed, **options,
                                          progress=progress.reporter(
                                              seed - first, most, settings.turns,
                                              certain=not confirming))
 
-        def submit(it: pytest.Item, doc: Document) -> list[concurrent.futures.Future[Any]]:
+        def submit(it: pytest.Item, doc: Document | DocumentGroup) -> list[concurrent.futures.Future[Any]]:
             return [runner.submit((it.nodeid, seed), start(doc, seed)) for seed in seeds]
 
         own = submit(item, document)
@@ -118,7 +120,7 @@ class Runs:
             for other in later:
                 callspec = getattr(other, "callspec", None)
                 doc = callspec.params.get("ragdive_document") if callspec else None
-                if doc is not None and hasattr(doc, "text"):
+                if isinstance(doc, (Document, DocumentGroup)):
                     submit(other, doc)
         dialogues = progress.wait(own)
         last = first
@@ -140,13 +142,13 @@ class Runs:
                      dialogue: Dialogue) -> bool:
         """Whether the first run left its band on the worse side: confirm it before deciding."""
         from . import bands
-        from .gate import leaves_band, produced_by
+        from .gate import is_group, leaves_band, produced_by
 
         if set(dialogue.errors) - set(dialogue.judge_gaps):
             return False  # it failed; a metric the judge could not score is only missing
         names = {role: model.label for role, model in judges.models.items()}
-        return leaves_band(bands.item_path(item), produced_by(settings, names), dialogue.scores,
-                           self.options.get("band_margin"))
+        return leaves_band(bands.item_path(item), produced_by(settings, names, is_group(item)),
+                           dialogue.scores, self.options.get("band_margin"))
 
     def close(self) -> None:
         if self._runner is not None:

@@ -18,7 +18,7 @@ from .runs import Runs
 if TYPE_CHECKING:
     from ..engine.asking import RagAdapter
     from ..engine.judges import Judges
-    from ..engine.models import Dialogue, Document
+    from ..engine.models import Dialogue, Document, DocumentGroup
     from ..llm.client import LLMClient
     from .run_record import Outcome
 
@@ -90,7 +90,7 @@ class RagdiveSession:
             return
         self._check_cache_dir()
         partial = {arg.split("::", 1)[0] for arg in self.config.args if "::" in arg}
-        documents: dict[str, tuple[ItemSettings, list[Document | None]]] = {}
+        documents: dict[str, tuple[ItemSettings, list[Any]]] = {}
         for item in marked:
             settings = self.settings(item)  # a bad option or ini value fails the collection
             self.collection.add(item, partial)
@@ -98,10 +98,11 @@ class RagdiveSession:
             document = params.params.get("ragdive_document") if params else None
             documents.setdefault(function_key(item), (settings, []))[1].append(document)
         for function, (settings, docs) in documents.items():
-            known = [d for d in docs if d is not None]
-            if settings.openers and len(known) == len(docs):
+            if settings.openers and all(d is not None for d in docs):
+                from ..engine.models import DocumentGroup
                 from ..engine.openers import check_documents
 
+                known = [m for d in docs for m in DocumentGroup.of(d).documents]
                 try:
                     check_documents(settings.openers, known, function)
                 except ValueError as exc:
@@ -115,7 +116,8 @@ class RagdiveSession:
     # -- running ------------------------------------------------------------------
 
     def dialogue_for(
-        self, item: pytest.Item, adapter: RagAdapter, judges: Judges, document: Document
+        self, item: pytest.Item, adapter: RagAdapter, judges: Judges,
+        document: Document | DocumentGroup,
     ) -> Dialogue:
         return self.runs.run(item, adapter, judges, document, self.settings(item),
                              self.collection.later(item))
