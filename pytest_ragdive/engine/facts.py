@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from .checks import content_words, supporting_sentences, words
 from .models import Document, Turn
-from .premises import figures
 
 _CLAUSE = re.compile(r"(?<=[.!?])\s+|;\s+")
 
@@ -26,15 +25,23 @@ def facts(document: Document) -> list[str]:
     return [c.strip() for c in _CLAUSE.split(" ".join(lines)) if len(words(c)) >= 4]
 
 
+def used_facts(every: Sequence[str], history: Sequence[Turn]) -> set[str]:
+    """The sentences of ``every`` that earlier turns asked about: those their evidence
+    quotes, and the readings of a vague turn (:mod:`.readings`)."""
+    return {s for t in history
+            for s in [*supporting_sentences(t.generated.evidence, " ".join(every)),
+                      *t.generated.readings]}
+
+
 def next_fact(document: Document, history: Sequence[Turn], seed: int,
-              with_figure: bool = False) -> str:
-    """The fact the next turn asks about (see the module); with ``with_figure``, one that
-    holds a figure where the document has any (for a false premise, :mod:`.premises`)."""
+              eligible: Callable[[str], object] | None = None) -> str:
+    """The fact the next turn asks about (see the module); with ``eligible``, one it
+    accepts where the document has any (one that holds a figure, for a false premise,
+    :mod:`.premises`; one with readings, :mod:`.readings`)."""
     every = facts(document) or [document.text.strip()]
-    if with_figure:
-        every = [f for f in every if figures(f)] or every
-    used = {s for t in history
-            for s in supporting_sentences(t.generated.evidence, " ".join(every))}
+    if eligible is not None:
+        every = [f for f in every if eligible(f)] or every
+    used = used_facts(every, history)
     pool = [f for f in every if not any(f in s or s in f for s in used)] or every
     draw = random.Random(f"{document.id}|{seed}|{len(history)}")
     if not history:

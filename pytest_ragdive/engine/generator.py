@@ -12,7 +12,9 @@ from .facts import next_fact
 from .follow_ups import chat_message, said_before
 from .models import Document, GeneratedTurn, Turn
 from .premises import ROLE as MISTAKEN
-from .premises import false_premise
+from .premises import false_premise, figures
+from .readings import ROLE as VAGUE
+from .readings import answer_key, vague_fact, vague_message
 from .templates import history_view, render, role_description
 
 
@@ -66,11 +68,20 @@ async def generate_turn(
     and its message is the model's when it leans on the conversation, else its stand-alone
     question made to refer back (:mod:`~pytest_ragdive.engine.follow_ups`). In the role
     ``mistaken``, a follow-up's fact holds a figure, and its message states the fact with
-    that figure changed before it asks (:mod:`.premises`).
+    that figure changed before it asks (:mod:`.premises`). In the role ``vague``, its fact
+    is one of several that answer one question with different figures, and its message is
+    the model's stand-alone question with what tells them apart put as "it": the question
+    of each of them, and they are its answer key (:mod:`.readings`).
     """
-    mistaken = role == MISTAKEN and bool(history)
-    fact = next_fact(document, history, seed, with_figure=mistaken) if history else ""
-    premise = false_premise(fact, seed) if mistaken else None
+    readings: list[str] = []
+    if not history:
+        fact = ""
+    elif role == VAGUE:
+        fact, readings = vague_fact(document, history, seed)
+    else:
+        fact = next_fact(document, history, seed,
+                         eligible=figures if role == MISTAKEN else None)
+    premise = false_premise(fact, seed) if role == MISTAKEN and history else None
     prompt = render(
         "generator",
         role=role_description(role),
@@ -110,4 +121,9 @@ async def generate_turn(
     turn = GeneratedTurn(**{**nxt.model_dump(), "rag_input": message, "evidence": fact})
     if premise:
         turn = turn.model_copy(update={"rag_input": f"{premise} {message}", "premise": premise})
+    if readings:  # leaves open which reading it means; the readings are its answer key
+        turn = turn.model_copy(update={
+            "rag_input": vague_message(nxt.standalone_question, readings) or message,
+            "ground_truth": answer_key(readings), "evidence": answer_key(readings),
+            "readings": readings})
     return turn

@@ -60,6 +60,9 @@ class GeneratedTurn(_Model):
     evidence: str = Field(default="", description="The document's sentence that answers it.")
     premise: str = Field(default="", description="A false belief about the evidence that the "
                          "message states (role mistaken); the evidence refutes it.")
+    readings: list[str] = Field(default_factory=list, description="The document's facts that "
+                                "answer the message with different figures (role vague): it "
+                                "does not say which one it means.")
 
 
 class Verdict(_Model):
