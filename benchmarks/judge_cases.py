@@ -22,6 +22,10 @@ def documents(*folders: Path) -> dict[str, Document]:
             for folder in folders for p in sorted(folder.glob("*.md"))}
 
 
+#: what a role adds to a generated turn, where a case has it (premise.jsonl, clarified.jsonl)
+ROLE_FIELDS = ("evidence", "premise", "readings")
+
+
 def turns_of(case: dict[str, Any]) -> tuple[Turn, list[Turn]]:
     """The judged turn and the turns before it, as a dialogue would hold them."""
     earlier = [
@@ -35,7 +39,8 @@ def turns_of(case: dict[str, Any]) -> tuple[Turn, list[Turn]]:
         generated=GeneratedTurn(rag_input=case["rag_input"],
                                 standalone_question=case["standalone_question"],
                                 ground_truth=case["ground_truth"],
-                                question_type="follow_up" if earlier else "initial"),
+                                question_type="follow_up" if earlier else "initial",
+                                **{k: case[k] for k in ROLE_FIELDS if k in case}),
         answer=RagAnswer(answer=case["answer"], contexts=case.get("contexts", [])),
     )
     return turn, earlier

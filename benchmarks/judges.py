@@ -4,6 +4,7 @@
     python benchmarks/judges.py --model openai/gpt-4o-mini --only correctness
     python benchmarks/judges.py --only multi_turn --only ragas --only validator
     python benchmarks/judges.py --only premise       # premise_corrected (role mistaken)
+    python benchmarks/judges.py --only clarified     # clarified (role vague)
 
 The cases are in benchmarks/judges/ (see its README): balanced, written from documents of
 several kinds. Each goes through the package's own prompts and client, so the numbers are
@@ -21,22 +22,24 @@ import json
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from judge_cases import HERE, documents, held_out, load, pearson, row, turns_of
+from judge_cases import HERE, best_threshold, documents, held_out, load, pearson, row, turns_of
 
 from pytest_ragdive.engine import validator
 from pytest_ragdive.engine.dialogue import run_blocking
-from pytest_ragdive.engine.evaluator import JUDGES, RagasMetrics, combine, judge_prompts
+from pytest_ragdive.engine.evaluator import EXACT_YES, JUDGES, combine, judge_prompts
 from pytest_ragdive.engine.models import GeneratedTurn, RagAnswer, Turn
+from pytest_ragdive.engine.ragas_metrics import RagasMetrics
 from pytest_ragdive.llm.cache import ResponseCache
 from pytest_ragdive.llm.client import LLMClient
 from pytest_ragdive.llm.model import Model
 
 EMBEDDED = "embedded/qwen2.5-coder-1.5b"
 MULTI_TURN = ("forgetfulness", "context_retention")
-SECTIONS = ("correctness", "multi_turn", "ragas", "validator", "premise")
+SECTIONS = ("correctness", "multi_turn", "ragas", "validator", "premise", "clarified")
 
 
 async def answers(client: LLMClient, model: str, metric: str,
@@ -46,8 +49,6 @@ async def answers(client: LLMClient, model: str, metric: str,
     start, out = time.perf_counter(), []
     for case in cases:
         turn, earlier = turns_of(case)
-        if "premise" in case:
-            turn.generated.premise, turn.generated.evidence = case["premise"], case["evidence"]
         out.append([await client.yes_probability(model, [{"role": "user", "content": prompt}])
                     for prompt in judge_prompts(metric, turn, earlier)])
     return out, time.perf_counter() - start
@@ -214,6 +215,75 @@ async def premise(client: LLMClient, model: str) -> list[dict[str, Any]]:
     return report_judge("premise_corrected", "label", cases, got, seconds)
 
 
+#: clarified's other wording, measured on the same cases: one question for both good
+#: answers, read against the answer key (benchmarks/README.md has the first run's others)
+CLARIFIED_TRIED = {
+    "give each or ask": "Does the reply give the answer for each case, or ask which one they mean?",
+}
+
+
+def fitted_on_development(name: str, dev: list[dict[str, Any]], dev_p: list[float],
+                          held: list[dict[str, Any]], held_p: list[float]) -> list[dict[str, Any]]:
+    """A judgement's rows with its threshold fitted on the development documents: there,
+    per held-out development document, and on the held-out documents."""
+    dev_labels = [int(c["label"]) for c in dev]
+    held_labels = [int(c["label"]) for c in held]
+    fitted = best_threshold(dev_p, dev_labels)
+    return [
+        row(f"{name}, at {fitted:.4g}, fitted on the development documents",
+            [int(p >= fitted) for p in dev_p], dev_labels, dev_p),
+        row(f"{name}, fitted per held-out development document",
+            held_out(dev_p, dev_labels, [c["document"] for c in dev]), dev_labels, dev_p),
+        row(f"{name}, at {fitted:.4g}, **held-out documents**",
+            [int(p >= fitted) for p in held_p], held_labels, held_p),
+    ]
+
+
+async def clarified(client: LLMClient, model: str) -> list[dict[str, Any]]:
+    """clarified on its development documents and its held-out ones, as the package scores
+    it (a reply that gives every reading's answer is a yes by code, another is judged) and
+    in the other wording tried, each judge's threshold fitted on the development documents;
+    the code alone, and with a question mark for a question, for comparison."""
+    cases = load(HERE / "clarified.jsonl")
+    split = {"dev": [c for c in cases if c["split"] == "development"],
+             "held": [c for c in cases if c["split"] == "held-out"]}
+    check = EXACT_YES["clarified"][0]
+    exact = {k: [float(check(turns_of(c)[0])) for c in chosen] for k, chosen in split.items()}
+    package, rows = JUDGES["clarified"], []
+    tried = {"ask which one, and its negation (the package's)": package,
+             **{name: replace(package, question=question, negation=None, against_key=True)
+                for name, question in CLARIFIED_TRIED.items()}}
+    for name, judge in tried.items():
+        JUDGES["clarified"] = judge
+        try:
+            got = {k: (await answers(client, model, "clarified", chosen))[0]
+                   for k, chosen in split.items()}
+        finally:
+            JUDGES["clarified"] = package
+        second = "the answer key" if judge.against_key else "the negation"
+        for how, read in ((f"with {second}", lambda a: combine("clarified", a)),
+                          ("the question alone", lambda a: a[0])):
+            p = {k: [max(e, read(a)) for e, a in zip(exact[k], got[k])] for k in split}
+            if judge is package and how.startswith("with"):
+                rows += [row(f"clarified as the package scores it, at {package.threshold} "
+                             f"(the package's), {where} documents",
+                             [int(x >= package.threshold) for x in p[k]],
+                             [int(c["label"]) for c in split[k]], p[k])
+                         for k, where in (("dev", "development"), ("held", "**held-out**"))]
+            rows += fitted_on_development(f"clarified, exact or {name}, {how}", split["dev"],
+                                          p["dev"], split["held"], p["held"])
+    for k, where in (("dev", "development"), ("held", "held-out")):
+        labels = [int(c["label"]) for c in split[k]]
+        asks = [float("?" in c["answer"]) for c in split[k]]
+        rows.append(row(f"clarified, exact alone: the reply gives every reading's answer, "
+                        f"{where} documents", [int(e) for e in exact[k]], labels, exact[k]))
+        rows.append(row(f"clarified, exact or the reply holds a question mark (code, for "
+                        f"comparison), {where} documents",
+                        [int(max(e, a)) for e, a in zip(exact[k], asks)], labels,
+                        [max(e, a) for e, a in zip(exact[k], asks)]))
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--model", default=EMBEDDED,
@@ -225,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     client = LLMClient(ResponseCache(Path(args.cache_dir or tempfile.mkdtemp()), "new"))
     runs = {"correctness": correctness, "multi_turn": multi_turn, "ragas": ragas_metrics,
-            "validator": validator_checks, "premise": premise}
+            "validator": validator_checks, "premise": premise, "clarified": clarified}
     print(f"model {args.model}")
 
     async def run() -> list[dict[str, Any]]:

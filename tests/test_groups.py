@@ -13,6 +13,7 @@ import pytest
 from pytest_ragdive.engine.facts import next_fact, next_facts
 from pytest_ragdive.engine.groups import by_shared_words
 from pytest_ragdive.engine.models import Document, DocumentGroup, GeneratedTurn, RagAnswer, Turn
+from pytest_ragdive.engine.premises import figures
 from pytest_ragdive.engine.validator import exact_verdict
 
 BIKE = ("CityCycle has 1,150 bicycles at 96 stations. Bicycles may be taken on the harbour "
@@ -277,7 +278,7 @@ def test_a_follow_up_moves_to_the_document_not_asked_about_then_may_use_both() -
         assert asked.facts[0] in BIKE and asked.facts[1] in FERRY
         assert not {"CityCycle has 1,150", "The Tern carries"} & {f[:16] for f in asked.facts}
     # a false premise states one fact; a group of one draws as a document always did
-    assert all(len(next_facts(PAIR, history, s, with_figure=True).sources) == 1
+    assert all(len(next_facts(PAIR, history, s, eligible=figures).sources) == 1
                for s in range(40))
     alone = DocumentGroup(documents=[PAIR.documents[1]])
     assert all(next_facts(alone, history[1:], s).facts == (next_fact(alone.documents[0],

@@ -40,7 +40,7 @@ def probe(turns: int, contexts: int, model_latency: float, adapter_latency: floa
     import_litellm()
     out["import_litellm"] = time.perf_counter() - start
     start = time.perf_counter()
-    import instructor  # noqa: F401 - what evaluator.RagasMetrics imports first
+    import instructor  # noqa: F401 - what ragas_metrics.RagasMetrics imports first
     import ragas.llms
     import ragas.metrics.collections  # noqa: F401
     out["import_ragas"] = time.perf_counter() - start

@@ -1,8 +1,9 @@
 """Stage 3, the Conversation Evaluator: per-turn and multi-turn scores in [0, 1].
 
 ``correctness``, ``forgetfulness`` and ``context_retention`` are binary judgements
-with this project's prompts (the paper's adapted Aspect Critic), and so is
-``premise_corrected``, scored only on the turns that state a false premise; ``faithfulness``,
+with this project's prompts (the paper's adapted Aspect Critic), and so are the roles' own,
+scored only on their turns: ``premise_corrected`` on those that state a false premise,
+``clarified`` on those whose question has several readings; ``faithfulness``,
 ``context_precision`` and ``context_recall`` are ragas 0.4.3 metrics whose model
 calls go through the same :class:`~pytest_ragdive.llm.LLMClient` and cache.
 A dialogue's score is the mean over the turns that could be scored.
@@ -11,7 +12,6 @@ A dialogue's score is the mean over the turns that could be scored.
 from __future__ import annotations
 
 import asyncio
-import math
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -19,15 +19,13 @@ from typing import Any
 from ..llm.cache import CacheMiss
 from ..llm.client import LLMClient
 from ..llm.errors import ModelError, ReplyError
-from ..llm.library import freeze_imports, import_litellm
 from ..llm.model import Model
-from ..llm.stand_in import stand_in
-from .metrics import MULTI_TURN_METRICS, ROLE_METRICS
+from .metrics import MULTI_TURN_METRICS, ROLE_METRICS, ROLE_TURNS
 from .models import Dialogue, Judgement, Turn
 from .premises import changed_figure
+from .ragas_metrics import RAGAS_METRICS, RagasMetrics
+from .readings import answers_each
 from .templates import history_view, render
-
-RAGAS_METRICS = ("faithfulness", "context_precision", "context_recall")
 
 
 @dataclass(frozen=True)
@@ -89,6 +87,32 @@ JUDGES: dict[str, BinaryJudge] = {
         "the reply goes along with the user's false belief or ignores it",
         True, 0.99, against_key=True,
     ),
+    # whether the bot saw that a vague question has several readings (role "vague"): a
+    # reply that states every reading's answer is a yes by code (EXACT_YES); of another, the
+    # judge reads the message, the document's facts that answer it differently and the
+    # reply, and is asked whether it asks which one is meant, debiased by the negation
+    "clarified": BinaryJudge(
+        "Does the reply ask the user which one they mean?",
+        "the reply asks which one is meant",
+        "the reply answers one reading as if there were no other, or none",
+        True, 0.599,
+        negation="Does the reply answer for one case only, as if there were no other?",
+    ),
+}
+
+#: metric -> a check of the reply that scores it as its judge's "yes" without asking the
+#: judge, and the reason then given
+EXACT_YES: dict[str, tuple[Callable[[Turn], bool], str]] = {
+    "clarified": (lambda turn: answers_each(turn.answer.answer, turn.generated.readings),
+                  "the reply gives the answer of every reading (exact)"),
+}
+
+#: why a role's own metric has no score in a dialogue with no turn of the role's kind
+NO_TURN = {
+    "premise_corrected": "no turn stated a false premise to correct (role 'mistaken' states "
+                         "one from turn 2 on, about a fact with a figure)",
+    "clarified": "no turn asked a question with several readings (role 'vague' asks one from "
+                 "turn 2 on, about facts that answer one question with different figures)",
 }
 
 
@@ -108,8 +132,8 @@ async def evaluate(
     for turn in dialogue.turns:
         earlier = dialogue.turns[: turn.index - 1]
         for metric in metrics:
-            if metric == "premise_corrected":
-                if turn.generated.premise:
+            if metric in ROLE_TURNS:
+                if getattr(turn.generated, ROLE_TURNS[metric]):
                     jobs.append((turn, metric, _judge_job(client, model, metric, turn, earlier)))
             elif metric in MULTI_TURN_METRICS:
                 if earlier:
@@ -139,9 +163,7 @@ async def evaluate(
             values = [t.judgements[metric].score or 0.0 for t in judged]
             dialogue.scores[metric] = sum(values) / len(values)
         elif metric in ROLE_METRICS:
-            dialogue.errors[metric] = (
-                f"no turn stated a false premise to correct (role {ROLE_METRICS[metric]!r} "
-                f"states one from turn 2 on, about a fact with a figure)")
+            dialogue.errors[metric] = NO_TURN[metric]
         else:
             dialogue.errors[metric] = "needs at least two turns"
 
@@ -186,6 +208,9 @@ def _judge_job(
     judge = JUDGES[metric]
 
     async def job() -> Judgement:
+        exact, reason = EXACT_YES.get(metric, (None, ""))
+        if exact is not None and exact(turn):
+            return Judgement(score=float(judge.yes_scores_one), reason=reason)
         answers = await asyncio.gather(*(
             client.yes_probability(model, [{"role": "user", "content": prompt}])
             for prompt in judge_prompts(metric, turn, earlier)
@@ -227,6 +252,7 @@ def judge_prompts(metric: str, turn: Turn, earlier: list[Turn]) -> list[str]:
         "fact": turn.generated.evidence,
         "wrong": wrong,
         "right": right,
+        "readings": turn.generated.readings,
     }
     judge = JUDGES[metric]
     ask = judge.question.format(wrong=wrong, right=right)
@@ -237,52 +263,3 @@ def judge_prompts(metric: str, turn: Turn, earlier: list[Turn]) -> list[str]:
         prompts.append(render(metric, ask=ask,
                               **{**context, "answer": turn.generated.ground_truth}))
     return prompts
-
-
-class RagasMetrics:
-    """ragas' metric objects over an LLM whose calls go through our client."""
-
-    def __init__(self, client: LLMClient, model: Model) -> None:
-        import_litellm()
-        import instructor
-        from ragas.llms import llm_factory
-        from ragas.metrics.collections import ContextPrecision, ContextRecall, Faithfulness
-
-        freeze_imports("ragas")
-
-        # instructor builds JSON-mode requests (the schema in the system message); the
-        # client sends them in the structured-output mode of the model (structured.py)
-        llm = llm_factory(
-            model.name,
-            provider="litellm",
-            adapter="litellm",
-            client=instructor.from_litellm(stand_in(client, model), mode=instructor.Mode.JSON),
-            temperature=0.0,
-            seed=0,
-        )
-        self.metrics = {
-            "faithfulness": Faithfulness(llm=llm),
-            "context_precision": ContextPrecision(llm=llm),
-            "context_recall": ContextRecall(llm=llm),
-        }
-
-    def job(self, metric: str, turn: Turn) -> Callable[[], Awaitable[Judgement]]:
-        question = turn.generated.standalone_question
-        contexts = turn.answer.contexts
-        if metric == "faithfulness":
-            kwargs: dict[str, Any] = {"user_input": question, "response": turn.answer.answer,
-                                      "retrieved_contexts": contexts}
-        else:
-            kwargs = {"user_input": question, "reference": turn.generated.ground_truth,
-                      "retrieved_contexts": contexts}
-
-        async def job() -> Judgement:
-            if not contexts:
-                return Judgement(reason="not scored: the RAG returned no contexts", by_bot=True)
-            result = await self.metrics[metric].ascore(**kwargs)
-            value = result.value
-            if value is None or not math.isfinite(float(value)):
-                return Judgement(reason=f"not scored: ragas found nothing to judge ({metric})")
-            return Judgement(score=min(1.0, max(0.0, float(value))), reason=result.reason or "")
-
-        return job

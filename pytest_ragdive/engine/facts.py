@@ -10,20 +10,20 @@ document: a follow-up asks about a document no turn asked about yet while there 
 (the user moves on, "and does the ferry take bikes too?"); after that, drawn by seed, it
 is a ``cross_document`` turn with probability ``CROSS_SHARE`` (one fact of the last turn's
 document and one of another, the second sharing a word with the first where one does), else
-about any document of the group. A premise (role ``mistaken``) states one fact, so that
-role has no cross-document turns.
+about any document of the group. A premise (role ``mistaken``) states one fact, and the
+readings of a vague question (role ``vague``, :mod:`.readings`) are facts of one document,
+so those roles have no cross-document turns.
 """
 
 from __future__ import annotations
 
 import random
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .checks import content_words, supporting_sentences, words
 from .models import Document, DocumentGroup, GeneratedTurn, Turn
-from .premises import figures
 
 _CLAUSE = re.compile(r"(?<=[.!?])\s+|;\s+")
 #: the chance that a follow-up in a group, once every document was asked about, uses two
@@ -50,16 +50,27 @@ def quoted_from(turn: GeneratedTurn, document: Document) -> list[str]:
     return [q for name, q in zip(turn.source.split("+"), quotes(turn)) if name == document.id]
 
 
+def used_facts(every: Sequence[str], history: Sequence[Turn], document: Document) -> set[str]:
+    """The sentences of ``every`` (facts of ``document``) that earlier turns asked about:
+    those their evidence quotes of it, and the readings of a vague turn about it
+    (:mod:`.readings`)."""
+    return {s for t in history
+            for s in [*(q for quote in quoted_from(t.generated, document)
+                        for q in supporting_sentences(quote, " ".join(every))),
+                      *(t.generated.readings if t.generated.source in ("", document.id)
+                        else [])]}
+
+
 def next_fact(document: Document, history: Sequence[Turn], seed: int,
-              with_figure: bool = False, about: str | None = None) -> str:
-    """The fact the next turn asks about (see the module); with ``with_figure``, one that
-    holds a figure where the document has any (for a false premise, :mod:`.premises`);
-    with ``about``, one related to that text instead of to the last turn."""
+              eligible: Callable[[str], object] | None = None, about: str | None = None) -> str:
+    """The fact the next turn asks about (see the module); with ``eligible``, one it
+    accepts where the document has any (one that holds a figure, for a false premise,
+    :mod:`.premises`; one with readings, :mod:`.readings`); with ``about``, one related to
+    that text instead of to the last turn."""
     every = facts(document) or [document.text.strip()]
-    if with_figure:
-        every = [f for f in every if figures(f)] or every
-    used = {s for t in history for quote in quoted_from(t.generated, document)
-            for s in supporting_sentences(quote, " ".join(every))}
+    if eligible is not None:
+        every = [f for f in every if eligible(f)] or every
+    used = used_facts(every, history, document)
     pool = [f for f in every if not any(f in s or s in f for s in used)] or every
     draw = random.Random(f"{document.id}|{seed}|{len(history)}")
     if not history:
@@ -86,18 +97,19 @@ class Asked:
 
 
 def next_facts(group: DocumentGroup, history: Sequence[Turn], seed: int,
-               with_figure: bool = False) -> Asked:
+               eligible: Callable[[str], object] | None = None, cross: bool = True) -> Asked:
     """The fact or facts the next follow-up asks about, and their documents (see the
-    module); for a group of one, :func:`next_fact` of its document."""
+    module); for a group of one, :func:`next_fact` of its document. With ``eligible``
+    (:func:`next_fact`) or not ``cross``, never two documents."""
     documents = group.documents
     if len(documents) == 1:
-        return Asked((documents[0].id,), (next_fact(documents[0], history, seed, with_figure),))
+        return Asked((documents[0].id,), (next_fact(documents[0], history, seed, eligible),))
     draw = random.Random(f"{group.id}|{seed}|{len(history)}|documents")
     asked = {s for t in history for s in t.generated.source.split("+")}
     fresh = [d for d in documents if d.id not in asked]
-    if fresh or with_figure or draw.random() >= CROSS_SHARE:
+    if fresh or eligible is not None or not cross or draw.random() >= CROSS_SHARE:
         document = draw.choice(fresh or documents)
-        return Asked((document.id,), (next_fact(document, history, seed, with_figure),))
+        return Asked((document.id,), (next_fact(document, history, seed, eligible),))
     last = history[-1].generated.source.split("+")
     first = group.get(last[0]) if len(last) == 1 else None
     first = first or draw.choice(documents)

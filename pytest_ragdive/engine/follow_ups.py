@@ -11,13 +11,13 @@ from the conversation with "it" (or "they"/"them"), the way people write in a ch
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from .checks import content_words, repeated_subject, words
 from .models import GeneratedTurn, Turn
 
 _TOKEN = re.compile(r"[\w'-]+|[^\w\s]", re.UNICODE)
-_DETERMINERS = frozenset(["the", "a", "an", "this", "that", "these", "those"])
+DETERMINERS = frozenset(["the", "a", "an", "this", "that", "these", "those"])
 #: words a phrase must have more than to be what the conversation is about
 _GENERIC = frozenset(
     ["name", "names", "number", "cost", "price", "length", "time", "times", "maximum",
@@ -95,30 +95,41 @@ def refer_back(standalone: str, said: Sequence[str], last: Sequence[str]) -> str
     first, then one with a name, then the longest. None when no phrase qualifies with more
     than generic words ("the name").
     """
-    tokens = _TOKEN.findall(standalone)
     spoken = {w for text in said for w in content_words(text)}
     heard = {w for text in last for w in content_words(text)}
     earlier = [f" {' '.join(words(text))} " for text in said]
-    best: tuple[tuple[bool, bool, int], int, int] | None = None
-    for begin, end in _phrases(tokens):
+
+    def rank(tokens: list[str], begin: int, end: int) -> tuple[int, ...] | None:
         meaning = set(content_words(" ".join(tokens[begin:end]))) - _GENERIC
         names = {t.lower().removesuffix("'s") for t in tokens[begin:end]
                  if t[:1].isupper() and (begin or t is not tokens[0])}
         verbatim = any(f" {' '.join(words(' '.join(tokens[begin:end])))} " in text
                        for text in earlier)
         if not meaning or not (verbatim or names & spoken):
-            continue
-        rank = (bool(meaning & heard), bool(names), len(meaning))
-        if best is None or rank > best[0]:
-            best = (rank, begin, end)
+            return None
+        return (bool(meaning & heard), bool(names), len(meaning))
+
+    return put_pronoun(standalone, rank)
+
+
+def put_pronoun(text: str, rank: Callable[[list[str], int, int], tuple[int, ...] | None]
+                ) -> str | None:
+    """``text`` with its phrase of highest ``rank`` (of the phrases it ranks; the first of
+    equals) put as a pronoun, its determiner with it; None when it ranks none."""
+    tokens = _TOKEN.findall(text)
+    best: tuple[tuple[int, ...], int, int] | None = None
+    for begin, end in _phrases(tokens):
+        ranked = rank(tokens, begin, end)
+        if ranked is not None and (best is None or ranked > best[0]):
+            best = (ranked, begin, end)
     if best is None:
         return None
     _, begin, end = best
-    if begin > 0 and tokens[begin - 1].lower() in _DETERMINERS:
+    if begin > 0 and tokens[begin - 1].lower() in DETERMINERS:
         begin -= 1
     rest = [*tokens[:begin], _pronoun(tokens, begin, end), *tokens[end:]]
-    text = re.sub(r"\s+([?.!,;:])", r"\1", " ".join(rest))
-    return text[0].upper() + text[1:]
+    joined = re.sub(r"\s+([?.!,;:])", r"\1", " ".join(rest))
+    return joined[0].upper() + joined[1:]
 
 
 def _phrases(tokens: list[str]) -> list[tuple[int, int]]:
@@ -139,7 +150,7 @@ def _verb_trimmed(tokens: list[str], begin: int, end: int) -> int:
     """The end of a run without the verb a question puts after its subject ("When did the
     tower open?", "Are the bikes allowed on it?")."""
     before = begin - 1
-    if before >= 0 and tokens[before].lower() in _DETERMINERS:
+    if before >= 0 and tokens[before].lower() in DETERMINERS:
         before -= 1
     if end - begin < 2 or before < 0:
         return end

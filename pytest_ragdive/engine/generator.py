@@ -8,11 +8,13 @@ from pydantic import BaseModel
 
 from ..llm.client import LLMClient
 from ..llm.model import Model
-from .facts import next_facts
+from .facts import Asked, next_facts
 from .follow_ups import chat_message, said_before
 from .models import Document, DocumentGroup, GeneratedTurn, Turn
 from .premises import ROLE as MISTAKEN
-from .premises import false_premise
+from .premises import false_premise, figures
+from .readings import ROLE as VAGUE
+from .readings import answer_key, vague_facts, vague_message
 from .templates import history_view, render, role_description
 
 
@@ -85,15 +87,23 @@ async def generate_turn(
     and its message is the model's when it leans on the conversation, else its stand-alone
     question made to refer back (:mod:`~pytest_ragdive.engine.follow_ups`). In the role
     ``mistaken``, a follow-up's fact holds a figure, and its message states the fact with
-    that figure changed before it asks (:mod:`.premises`). About a group, every turn names
-    the document of its evidence (``source``): the model for turn 1, the plugin after it.
+    that figure changed before it asks (:mod:`.premises`). In the role ``vague``, its fact
+    is one of several that answer one question with different figures, and its message is
+    the model's stand-alone question with what tells them apart put as "it": the question
+    of each of them, and they are its answer key (:mod:`.readings`). About a group, every
+    turn names the document of its evidence (``source``): the model for turn 1, the plugin
+    after it (a vague turn's readings are all of that one document).
     """
     group = DocumentGroup.of(document)
     many = len(group.documents) > 1
-    mistaken = role == MISTAKEN and bool(history)
-    asked = next_facts(group, history, seed, with_figure=mistaken) if history else None
+    readings: list[str] = []
+    asked: Asked | None = None
+    if history and role == VAGUE:
+        asked, readings = vague_facts(group, history, seed)
+    elif history:
+        asked = next_facts(group, history, seed, eligible=figures if role == MISTAKEN else None)
     fact = "\n".join(asked.facts) if asked else ""
-    premise = false_premise(fact, seed) if mistaken else None
+    premise = false_premise(fact, seed) if role == MISTAKEN and history else None
     about = ({"sources": [(d.id, d.text) for d in group.documents],
               "names": " or ".join(f'"{d.id}"' for d in group.documents),
               "facts": list(zip(asked.sources, asked.facts)) if asked else []}
@@ -145,4 +155,9 @@ async def generate_turn(
         turn = turn.model_copy(update={"source": "+".join(asked.sources), **crossing})
     if premise:
         turn = turn.model_copy(update={"rag_input": f"{premise} {message}", "premise": premise})
+    if readings:  # leaves open which reading it means; the readings are its answer key
+        turn = turn.model_copy(update={
+            "rag_input": vague_message(nxt.standalone_question, readings) or message,
+            "ground_truth": answer_key(readings), "evidence": answer_key(readings),
+            "readings": readings})
     return turn

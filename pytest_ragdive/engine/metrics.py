@@ -1,5 +1,5 @@
-"""The six RAG-DIVE metrics and this project's premise_corrected. A plain module: the
-plugin reads it at start-up."""
+"""The six RAG-DIVE metrics and this project's roles' own (premise_corrected, clarified). A
+plain module: the plugin reads it at start-up."""
 
 #: Metric name -> True when higher is better. Forgetfulness is the one where 0 is best.
 METRICS: dict[str, bool] = {
@@ -10,12 +10,17 @@ METRICS: dict[str, bool] = {
     "forgetfulness": False,
     "context_retention": True,
     "premise_corrected": True,
+    "clarified": True,
 }
 #: Judged from turn 2 on, over the conversation up to the turn.
 MULTI_TURN_METRICS = ("forgetfulness", "context_retention")
 #: Metric -> the role whose dialogues it scores (on its follow-ups, from turn 2 on): in the
-#: default set for that role only; a dialogue without a premise turn leaves it unscored.
-ROLE_METRICS: dict[str, str] = {"premise_corrected": "mistaken"}
+#: default set for that role only; a dialogue without a turn of that role's kind leaves it
+#: unscored.
+ROLE_METRICS: dict[str, str] = {"premise_corrected": "mistaken", "clarified": "vague"}
+#: A role's metric -> the field of a generated turn that, when set, makes a turn it scores:
+#: a false premise (role mistaken), readings (role vague).
+ROLE_TURNS: dict[str, str] = {"premise_corrected": "premise", "clarified": "readings"}
 #: Judge model -> what it judged at chance on labelled cases (benchmarks/README.md): metrics
 #: left out of the default set when it evaluates (chosen explicitly, they run), and
 #: "validator" when its validator checks are not asked by default.

@@ -84,6 +84,9 @@ class GeneratedTurn(_Model):
                         "evidence is quoted from; two joined by '+' in a cross_document turn, "
                         "whose evidence is then one sentence of each, a line each, in that "
                         "order. Empty in a conversation about one document.")
+    readings: list[str] = Field(default_factory=list, description="The document's facts that "
+                                "answer the message with different figures (role vague): it "
+                                "does not say which one it means.")
 
 
 class Verdict(_Model):

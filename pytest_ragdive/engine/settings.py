@@ -19,7 +19,7 @@ from ..llm.structured import STRUCTURED_OUTPUTS
 from .metrics import AT_CHANCE, METRICS, MULTI_TURN_METRICS, ROLE_METRICS
 
 #: The roles shipped as prompt templates (``prompts/roles``).
-BUILTIN_ROLES = ("precise", "context-aware", "forgetful", "skeptic", "mistaken")
+BUILTIN_ROLES = ("precise", "context-aware", "forgetful", "skeptic", "mistaken", "vague")
 #: The metrics scored by default in every role.
 EVERY_ROLE = tuple(m for m in METRICS if m not in ROLE_METRICS)
 
@@ -72,10 +72,13 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
     Setting("turns", int, 5, "turns per conversation", _ALL, minimum=1, metavar="N"),
     Setting("role", str, "precise", "the simulated user's role: precise, context-aware, "
             "forgetful, skeptic, mistaken (from turn 2 on, each message states a fact of the "
-            "document with one figure changed, then asks), or a sentence describing a persona",
+            "document with one figure changed, then asks), vague (from turn 2 on, asks what "
+            "several facts of the document answer with different figures, without saying "
+            "which one it means), or a sentence describing a persona",
             _ALL, metavar="ROLE", form="a built-in role or a sentence"),
     Setting("metrics", tuple, EVERY_ROLE, "metrics to score (default: the six of RAG-DIVE, "
-            "and premise_corrected in role mistaken, the only one it may be chosen in; with one "
+            "and premise_corrected in role mistaken and clarified in role vague, the only ones "
+            "they may be chosen in; with one "
             "turn, the multi-turn ones are left out, and so are those the judge model measured "
             "at chance: context_retention on the embedded model)", (MARKER, INI, DIALOGUE),
             choices=tuple(METRICS)),

@@ -1,8 +1,10 @@
 """Stage 2, the Conversation Validator: exact checks, then a judge, accept or reject a turn.
 
 Checks that can be decided exactly (does the follow-up lean on the conversation, does it
-ask again, is its evidence in the document, does it name "the document") are decided by
-code in :mod:`~pytest_ragdive.checks`. The rest are yes/no questions to the validator
+ask again, is its evidence in the document, does it name "the document"; does a premise
+turn state a premise the document refutes, does a vague turn leave its readings open) are
+decided by code in :mod:`.checks`, :mod:`.follow_ups`, :mod:`.premises`,
+:mod:`.readings` and :mod:`.sources`. The rest are yes/no questions to the validator
 model, each read from the probability of "yes"; they share one prompt up to the question,
 so a model that keeps prompt prefixes evaluates the document and the conversation once.
 """
@@ -13,7 +15,7 @@ import asyncio
 
 from ..llm.client import LLMClient
 from ..llm.model import Model
-from . import checks, follow_ups, premises, sources
+from . import checks, follow_ups, premises, readings, sources
 from .metrics import AT_CHANCE
 from .models import Document, DocumentGroup, GeneratedTurn, RejectionCategory, Turn, Verdict
 from .templates import history_view, render
@@ -22,6 +24,7 @@ from .templates import history_view, render
 CATEGORIES: dict[str, RejectionCategory] = {
     "refers_back": "rag_input_not_connected",
     "premise_refuted": "ground_truth",
+    "left_open": "question_not_consistent",
     "not_repeated": "question_not_consistent",
     "evidence_in_source": "ground_truth",
     "uses_both": "ground_truth",
@@ -74,20 +77,27 @@ def exact_verdict(candidate: GeneratedTurn, document: Document | DocumentGroup,
     is checked against the document it names (:mod:`.sources`)."""
     group = DocumentGroup.of(document)
     earlier = [t.generated for t in history]
-    found: dict[str, str | None] = {
-        "evidence_in_source": sources.evidence_check(candidate, group),
-        "reads_naturally": checks.mentions_source(candidate),
-    }
+    # a vague turn's answer key is its readings, the document's own facts, and its message
+    # leaves open which one it means (left_open) rather than leaning on the conversation
+    vague = bool(candidate.readings)
+    found: dict[str, str | None] = {} if vague else {
+        "evidence_in_source": sources.evidence_check(candidate, group)}
+    found["reads_naturally"] = checks.mentions_source(candidate)
     if candidate.question_type == "cross_document":
         found["uses_both"] = sources.uses_both(candidate)
-    if history:
+    if history and not vague:
         # a premise turn's question may lean on its premise, which states the fact in full
         asked = candidate.model_copy(update={"rag_input": premises.question_of(candidate)})
         found["refers_back"] = follow_ups.leans_back(
             asked, history, [candidate.premise] if candidate.premise else [])
+    if history:
         found["not_repeated"] = checks.repeated_question(candidate, earlier)
     if candidate.premise:
         found["premise_refuted"] = premises.premise_check(candidate)
+    if vague:
+        # about a group, the readings are facts of the one document the turn names
+        found["left_open"] = readings.readings_check(
+            candidate, sources.documents_of(candidate, group)[0])
     return _verdict({check: reason for check, reason in found.items() if reason})
 
 

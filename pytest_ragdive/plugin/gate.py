@@ -88,10 +88,10 @@ def check_dialogue(
 @functools.cache
 def prompts_digest(role: str, metrics: tuple[str, ...], group: bool = False) -> str:
     """The method's prompts and judge questions and thresholds, as a digest: a band scored
-    by other ones measured something else. A role's own prompt and metric (the role
-    ``mistaken``, ``premise_corrected``) and the prompts of a group of documents
-    (``prompts/group/``) count only for the items that use them, so that adding them left
-    every other band as it was."""
+    by other ones measured something else. A role's own prompt and metric (the roles
+    ``mistaken`` and ``vague``, ``premise_corrected`` and ``clarified``) and the prompts of
+    a group of documents (``prompts/group/``) count only for the items that use them, so
+    that adding them left every other band as it was."""
     from importlib.resources import files
 
     from ..engine.evaluator import JUDGES

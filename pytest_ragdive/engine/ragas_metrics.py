@@ -1,0 +1,65 @@
+"""ragas 0.4.3's faithfulness, context precision and context recall, with their model
+calls through the package's :class:`~pytest_ragdive.llm.LLMClient` and cache."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from ..llm.client import LLMClient
+from ..llm.library import freeze_imports, import_litellm
+from ..llm.model import Model
+from ..llm.stand_in import stand_in
+from .models import Judgement, Turn
+
+RAGAS_METRICS = ("faithfulness", "context_precision", "context_recall")
+
+
+class RagasMetrics:
+    """ragas' metric objects over an LLM whose calls go through our client."""
+
+    def __init__(self, client: LLMClient, model: Model) -> None:
+        import_litellm()
+        import instructor
+        from ragas.llms import llm_factory
+        from ragas.metrics.collections import ContextPrecision, ContextRecall, Faithfulness
+
+        freeze_imports("ragas")
+
+        # instructor builds JSON-mode requests (the schema in the system message); the
+        # client sends them in the structured-output mode of the model (structured.py)
+        llm = llm_factory(
+            model.name,
+            provider="litellm",
+            adapter="litellm",
+            client=instructor.from_litellm(stand_in(client, model), mode=instructor.Mode.JSON),
+            temperature=0.0,
+            seed=0,
+        )
+        self.metrics = {
+            "faithfulness": Faithfulness(llm=llm),
+            "context_precision": ContextPrecision(llm=llm),
+            "context_recall": ContextRecall(llm=llm),
+        }
+
+    def job(self, metric: str, turn: Turn) -> Callable[[], Awaitable[Judgement]]:
+        question = turn.generated.standalone_question
+        contexts = turn.answer.contexts
+        if metric == "faithfulness":
+            kwargs: dict[str, Any] = {"user_input": question, "response": turn.answer.answer,
+                                      "retrieved_contexts": contexts}
+        else:
+            kwargs = {"user_input": question, "reference": turn.generated.ground_truth,
+                      "retrieved_contexts": contexts}
+
+        async def job() -> Judgement:
+            if not contexts:
+                return Judgement(reason="not scored: the RAG returned no contexts", by_bot=True)
+            result = await self.metrics[metric].ascore(**kwargs)
+            value = result.value
+            if value is None or not math.isfinite(float(value)):
+                return Judgement(reason=f"not scored: ragas found nothing to judge ({metric})")
+            return Judgement(score=min(1.0, max(0.0, float(value))), reason=result.reason or "")
+
+        return job
