@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 
 from pytest_ragdive.engine import validator
 from pytest_ragdive.engine.evaluator import JUDGES
-from pytest_ragdive.engine.metrics import MULTI_TURN_METRICS
+from pytest_ragdive.engine.metrics import MULTI_TURN_METRICS, ROLE_METRICS
 
 from .workload import Config
 
@@ -31,8 +31,8 @@ def eval_chains(turns: int, contexts: int) -> list[tuple[str, int]]:
     chains: list[tuple[str, int]] = []
     for turn in range(1, turns + 1):
         chains += [("faithfulness", 2), ("context_precision", contexts), ("context_recall", 1)]
-        for metric, judge in JUDGES.items():
-            if turn > 1 or metric not in MULTI_TURN_METRICS:
+        for metric, judge in JUDGES.items():  # a role's own judges: not in these dialogues
+            if metric not in ROLE_METRICS and (turn > 1 or metric not in MULTI_TURN_METRICS):
                 chains += [(metric, 1)] * (1 + bool(judge.negation or judge.against_key))
     return chains
 
