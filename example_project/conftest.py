@@ -22,7 +22,7 @@ def ragdive_judges() -> ragdive.Judges:
     return ragdive.Judges("embedded/qwen2.5-coder-1.5b")
 
 
-# The knowledge base has six documents, all of them retrievable by the bot; the suite talks
-# about three of them so that a live run on two CPU cores takes about 13 minutes. Use
+# The knowledge base has nine documents, all of them retrievable by the bot; the suite talks
+# about three of them so that a live run on two CPU cores takes about 8 minutes. Use
 # "kb/*.md" to converse about every document.
 ragdive_document = ragdive.document_fixture("kb/[bht]*.md")

@@ -35,6 +35,20 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 # A project under test: a scripted judge (the fake provider), a tiny RAG bot whose
 # behaviour the BOT_MODE environment variable switches, and two documents.
+#: how every project under test ends its conftest: its ``Bot`` is the RAG under test and its
+#: scripted ``JUDGE`` every judge
+PROJECT_FIXTURES = '''
+@pytest.fixture(scope="session")
+def ragdive_adapter():
+    return Bot()
+
+@pytest.fixture(scope="session")
+def ragdive_judges():
+    return ragdive.Judges(JUDGE)
+'''
+#: the ini of every project under test
+PROJECT_INI = "[pytest]\naddopts = -p no:langsmith_plugin -p no:cacheprovider\n"
+
 PROJECT_CONFTEST = '''
 import os
 import pytest
@@ -66,19 +80,11 @@ class Bot:
             memory = f"(recalls {len(history)})"
         return ragdive.RagAnswer(answer=f"{question} -> fact {memory}", contexts=["a fact"])
 
-@pytest.fixture(scope="session")
-def ragdive_adapter():
-    return Bot()
-
-@pytest.fixture(scope="session")
-def ragdive_judges():
-    return ragdive.Judges(JUDGE)
-
 ragdive_document = ragdive.document_fixture([
     ragdive.Document(id="alpha", text="Alpha is a tower built in 1901."),
     ragdive.Document(id="beta", text="Beta is a bridge opened in 1950."),
 ])
-'''
+''' + PROJECT_FIXTURES
 
 PROJECT_TEST = '''
 import pytest_ragdive as ragdive
@@ -94,5 +100,5 @@ def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytes
     monkeypatch.setenv("BOT_MODE", "good")
     pytester.makeconftest(PROJECT_CONFTEST)
     pytester.makepyfile(test_bot=PROJECT_TEST)
-    pytester.makeini("[pytest]\naddopts = -p no:langsmith_plugin -p no:cacheprovider\n")
+    pytester.makeini(PROJECT_INI)
     return pytester

@@ -29,6 +29,26 @@ def test_the_phrase_the_conversation_said_becomes_a_pronoun(standalone: str, mes
     assert depends_on_conversation(message, standalone, FIRST)
 
 
+TRAM = ["Which tram line circles the old town?",
+        "Line 2 (green) circles the old town; Line 3 (blue) links Central Station with the "
+        "Harbour Terminal. The city owns the tram timetable."]
+
+
+@pytest.mark.parametrize(("standalone", "message"), [
+    # a name's number and label are one phrase with it
+    ("What does Line 2 (green) do at night?", "What does it do at night?"),
+    # a verb before its object is not a phrase
+    ("Who owns the tram timetable?", "Who owns it?"),
+    # a word before "do" is not a question's last verb
+    ("What does the tram timetable do?", "What does it do?"),
+    # the word after a relative pronoun is its verb
+    ("Is there a tram that links Central Station with the ferry?",
+     "Is there a tram that links it with the ferry?"),
+])
+def test_a_phrase_is_replaced_whole_and_verbs_stay(standalone: str, message: str) -> None:
+    assert refer_back(standalone, TRAM, TRAM) == message
+
+
 def test_a_question_about_nothing_said_or_only_generic_words_cannot_refer_back() -> None:
     assert refer_back("Who designed the harbour bridge?", FIRST, FIRST) is None
     # "the name" was said, but it is not what the conversation is about

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import PROJECT_FIXTURES, PROJECT_INI
 
 from pytest_ragdive.engine.facts import next_fact, next_facts
 from pytest_ragdive.engine.groups import by_shared_words
@@ -51,15 +52,7 @@ JUDGE = scripted({{"GroupFirstQuestion": first}}, name="judge")
 class Bot:
     def answer(self, question, history):
         return ragdive.RagAnswer(answer=f"{{question}} -> a fact", contexts=["a fact"])
-
-@pytest.fixture(scope="session")
-def ragdive_adapter():
-    return Bot()
-
-@pytest.fixture(scope="session")
-def ragdive_judges():
-    return ragdive.Judges(JUDGE)
-
+{PROJECT_FIXTURES}
 DOCUMENTS = [ragdive.Document(id=k, text=v) for k, v in TEXTS.items()]
 ragdive_document = ragdive.document_fixture(DOCUMENTS, group=GROUP)
 '''
@@ -83,7 +76,7 @@ def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytes
     monkeypatch.delenv("WRONG_SOURCE", raising=False)
     pytester.makeconftest(conftest())
     pytester.makepyfile(test_bot=TEST)
-    pytester.makeini("[pytest]\naddopts = -p no:langsmith_plugin -p no:cacheprovider\n")
+    pytester.makeini(PROJECT_INI)
     return pytester
 
 
@@ -197,7 +190,7 @@ def test_a_group_that_cannot_work_is_an_error_naming_the_fix(
     project.makeconftest(head if fixture is None else conftest(fixture.split("=", 1)[1]))
     project.makepyfile(test_bot=TEST.replace("runs=2", f"runs=2, {marker}" if marker else
                                              "runs=2"))
-    project.makeini("[pytest]\naddopts = -p no:langsmith_plugin -p no:cacheprovider\n" + ini)
+    project.makeini(PROJECT_INI + ini)
     result = project.runpytest("-m", "ragdive", "--ragdive-update")
     assert result.ret != 0
     assert message in " ".join((result.stdout.str() + result.stderr.str()).split())
@@ -231,7 +224,7 @@ def test_file(ragdive_document):
 def test_ini(ragdive_document):
     pass
 ''')
-    project.makeini("[pytest]\naddopts = -p no:langsmith_plugin -p no:cacheprovider\n"
+    project.makeini(PROJECT_INI +
                     "ragdive_documents = kb/*.md\nragdive_document_group = 2\n")
     result = project.runpytest("-m", "ragdive", "--collect-only", "-q")
     result.stdout.fnmatch_lines(["test_bot.py::test_file[[]museum+bike[]]",
@@ -252,8 +245,8 @@ def test_the_rule_groups_each_document_with_its_nearest_in_every_process() -> No
         [Document(id=k, text=v) for k, v in TEXTS.items()], 2)]
     assert pairs == ["bike+ferry", "ferry+museum"]
     assert outputs.pop().split("] [")[0] == (
-        "['bike-share+tram-network', 'city-museum+library-system', "
-        "'harbour-ferry+tram-network', 'library-system+recycling-rules'")
+        "['bike-share+car-club', 'city-museum+library-system', 'harbour-ferry+river-ferry', "
+        "'library-system+recycling-rules', 'regional-buses+tram-network'")
 
 
 def turn(source: str, evidence: str, ground_truth: str = "A fact.",

@@ -6,6 +6,7 @@ import json
 import re
 
 import pytest
+from conftest import PROJECT_FIXTURES, PROJECT_INI
 
 from pytest_ragdive.engine.models import Dialogue, GeneratedTurn
 from pytest_ragdive.engine.premises import changed_figure, false_premise, refuted
@@ -49,19 +50,11 @@ class Bot:
             return ragdive.RagAnswer(answer=f"Not quite: {best}", contexts=[best])
         return ragdive.RagAnswer(answer=f"Yes, right: {question}", contexts=[FERRY])
 
-@pytest.fixture(scope="session")
-def ragdive_adapter():
-    return Bot()
-
-@pytest.fixture(scope="session")
-def ragdive_judges():
-    return ragdive.Judges(JUDGE)
-
 ragdive_document = ragdive.document_fixture([
     ragdive.Document(id="ferry", text=FERRY),
     ragdive.Document(id="village", text="Gamma is a quiet village by a slow river."),
 ])
-''' % FERRY
+''' % FERRY + PROJECT_FIXTURES
 
 TEST = '''
 import os
@@ -79,7 +72,7 @@ def test_bot(ragdive_dialogue):
 def project(pytester: pytest.Pytester) -> pytest.Pytester:
     pytester.makeconftest(CONFTEST)
     pytester.makepyfile(test_bot=TEST)
-    pytester.makeini("[pytest]\naddopts = -p no:langsmith_plugin -p no:cacheprovider\n")
+    pytester.makeini(PROJECT_INI)
     return pytester
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from conftest import PROJECT_FIXTURES, PROJECT_INI
 
 from pytest_ragdive.engine.facts import facts
 from pytest_ragdive.engine.models import Dialogue, Document, GeneratedTurn, RagAnswer, Turn
@@ -74,19 +75,11 @@ class Bot:
         picked = "Every two weeks." if "emptied" in question else "It costs 2.40 marks."
         return ragdive.RagAnswer(answer=picked, contexts=[TOWN])
 
-@pytest.fixture(scope="session")
-def ragdive_adapter():
-    return Bot()
-
-@pytest.fixture(scope="session")
-def ragdive_judges():
-    return ragdive.Judges(JUDGE)
-
 ragdive_document = ragdive.document_fixture([
     ragdive.Document(id="town", text=TOWN),
     ragdive.Document(id="village", text="Gamma is a quiet village by a slow river."),
 ])
-''' % TOWN
+''' % TOWN + PROJECT_FIXTURES
 
 TEST = '''
 import os
@@ -104,7 +97,7 @@ def test_bot(ragdive_dialogue):
 def project(pytester: pytest.Pytester) -> pytest.Pytester:
     pytester.makeconftest(CONFTEST)
     pytester.makepyfile(test_bot=TEST)
-    pytester.makeini("[pytest]\naddopts = -p no:langsmith_plugin -p no:cacheprovider\n")
+    pytester.makeini(PROJECT_INI)
     return pytester
 
 
@@ -350,7 +343,7 @@ def test_in_a_group_a_vague_follow_up_takes_its_readings_from_the_one_document_i
         'text="Gamma is a quiet village by a slow river."),\n])',
         'text="Gamma is a quiet village by a slow river."),\n], group=2)'))
     pytester.makepyfile(test_bot=TEST.replace("turns=3", "turns=5"))
-    pytester.makeini("[pytest]\naddopts = -p no:langsmith_plugin -p no:cacheprovider\n")
+    pytester.makeini(PROJECT_INI)
     monkeypatch.setenv("BOT_MODE", "asks")
     result = pytester.runpytest("-m", "ragdive", "--ragdive-update", "-v")
     result.assert_outcomes(passed=1)

@@ -16,7 +16,10 @@ from collections.abc import Callable, Sequence
 from .checks import content_words, repeated_subject, words
 from .models import GeneratedTurn, Turn
 
-_TOKEN = re.compile(r"[\w'-]+|[^\w\s]", re.UNICODE)
+#: a token is a word or a mark, or a name with its number and label ("Line 2 (green)"), so
+#: that the label goes with the name it belongs to
+_TOKEN = re.compile(r"[A-Z][\w'-]*(?: \d[\w.]*)+(?: \([\w' -]+\))?|[\w'-]+|[^\w\s]",
+                    re.UNICODE)
 DETERMINERS = frozenset(["the", "a", "an", "this", "that", "these", "those"])
 #: words a phrase must have more than to be what the conversation is about
 _GENERIC = frozenset(
@@ -29,6 +32,10 @@ _PREPOSITIONS = frozenset(
      "around", "without", "within", "against", "since", "until", "while", "because", "toward",
      "towards", "among", "along", "behind", "beyond", "inside", "outside", "onto", "upon"]
 )
+#: short prepositions (stopwords) after which a question's last word may be its verb
+_SHORT_PREPOSITIONS = frozenset(["on", "in", "at", "to", "for", "from", "with", "by", "of",
+                                 "into", "over", "under", "about"])
+_RELATIVE = frozenset(["that", "which", "who"])
 _BE_HAVE = frozenset(["is", "are", "was", "were", "has", "have", "had"])
 _AUXILIARIES = frozenset(["did", "does", "do", "can", "could", "will", "would", "should", "may",
                           "might", "must", "shall"])
@@ -141,14 +148,28 @@ def _phrases(tokens: list[str]) -> list[tuple[int, int]]:
         if inside and begin is None:
             begin = i
         elif not inside and begin is not None:
-            runs.append((begin, _verb_trimmed(tokens, begin, i)))
+            runs.append((_verb_skipped(tokens, begin), _verb_trimmed(tokens, begin, i)))
             begin = None
     return [(b, e) for b, e in runs if e > b]
 
 
+def _verb_skipped(tokens: list[str], begin: int) -> int:
+    """The start of a run without the verb of a relative clause ("the line that connects
+    the harbour")."""
+    if begin > 1 and tokens[begin - 1].lower() in _RELATIVE:
+        return begin + 1
+    return begin
+
+
 def _verb_trimmed(tokens: list[str], begin: int, end: int) -> int:
-    """The end of a run without the verb a question puts after its subject ("When did the
-    tower open?", "Are the bikes allowed on it?")."""
+    """The end of a run without its verb: the one a question puts after its subject where
+    the question ends or a preposition follows ("When did the tower open?", "Are the bikes
+    allowed on it?"), and the one before an object ("Who owns the city?")."""
+    after = tokens[end].lower() if end < len(tokens) else "?"
+    if after in DETERMINERS:
+        return end - 1
+    if not (after in ("?", ".", "!") or after in _PREPOSITIONS | _SHORT_PREPOSITIONS):
+        return end
     before = begin - 1
     if before >= 0 and tokens[before].lower() in DETERMINERS:
         before -= 1
