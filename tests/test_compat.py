@@ -7,10 +7,15 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 import pytest_ragdive as ragdive
 from pytest_ragdive.engine.evaluator import RAGAS_METRICS
-from pytest_ragdive.llm.scripted import scripted
+from pytest_ragdive.llm.client import LLMClient
+from pytest_ragdive.llm.scripted import calls, scripted
+from pytest_ragdive.llm.structured import schema_text
 
 LIBRARIES = ("ragas", "instructor", "litellm", "openai", "langchain-core")
 DOC = ragdive.Document(id="tower", text="The Alder Tower is 120 m tall. It opened in 1931.")
@@ -35,6 +40,64 @@ def test_ragas_metrics_run_with_the_installed_libraries(tmp_path: Path) -> None:
         f"Install the tested set: python3 -m pip install -c constraints.txt -e '.[embedded]'"
     )
     assert set(dialogue.scores) == set(RAGAS_METRICS)
+
+
+def asked_for(request: dict[str, Any]) -> str | None:
+    """The name of the schema a request carries as data."""
+    fmt = request.get("response_format") or {}
+    if fmt.get("type") == "json_schema":
+        return str(fmt["json_schema"]["name"])
+    return (fmt.get("schema") or {}).get("title")
+
+
+def test_ragas_asks_for_its_output_models_as_data_after_its_own_prompt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ragas.llms.litellm_llm import LiteLLMStructuredLLM
+    from ragas.metrics.collections.context_precision.util import ContextPrecisionOutput
+    from ragas.metrics.collections.context_recall.util import ContextRecallOutput
+    from ragas.metrics.collections.faithfulness.util import (
+        NLIStatementOutput,
+        StatementGeneratorOutput,
+    )
+
+    outputs = {m.__name__: m.model_json_schema() for m in (
+        StatementGeneratorOutput, NLIStatementOutput, ContextPrecisionOutput, ContextRecallOutput)}
+    prompts: dict[str, list[str]] = {}  # output model -> ragas' prompts, as ragas wrote them
+    requests: list[dict[str, Any]] = []  # as ragas' instructor client handed them to ours
+    agenerate, send = LiteLLMStructuredLLM.agenerate, LLMClient.send
+
+    async def ragas_agenerate(self: Any, prompt: str, response_model: Any) -> Any:
+        assert not self.system_prompt
+        prompts.setdefault(response_model.__name__, []).append(prompt)
+        return await agenerate(self, prompt, response_model)
+
+    async def client_send(self: Any, request: dict[str, Any], model: Any) -> Any:
+        requests.append(request)
+        return await send(self, request, model)
+
+    monkeypatch.setattr(LiteLLMStructuredLLM, "agenerate", ragas_agenerate)
+    monkeypatch.setattr(LLMClient, "send", client_send)
+    model = scripted()
+    dialogue = ragdive.run_dialogue(DOC, Bot(), judges=ragdive.Judges(model), turns=1,
+                                    metrics=RAGAS_METRICS, cache_dir=tmp_path)
+    assert not dialogue.errors and set(prompts) == set(outputs)
+    theirs = [r for r in requests if asked_for(r) in outputs]
+    ragas_calls = [(name, messages) for name, messages in calls(model) if name in outputs]
+    assert len(theirs) == len(ragas_calls) == sum(map(len, prompts.values()))
+    for name, messages in ragas_calls:
+        fmt = [r for r in theirs if r["messages"] == messages][0]["response_format"]
+        if fmt["type"] == "json_schema":  # the schema as data, exactly the output model's
+            assert fmt == {"type": "json_schema",
+                           "json_schema": {"name": name, "schema": outputs[name]}}
+            # the prompt is ragas' own, then the schema once, in this package's words
+            assert [m["role"] for m in messages] == ["user"]
+            prompt = messages[0]["content"].removesuffix(f"\n\n{schema_text(outputs[name])}")
+            assert prompt in prompts[name]
+        else:  # instructor 1.3.7: json_object with the schema, and its own system message
+            assert fmt == {"type": "json_object", "schema": outputs[name]}
+        assert sum(m["content"].count(schema_text(outputs[name])) for m in messages) == 1
+        assert messages[-1]["content"].endswith(schema_text(outputs[name]))
 
 
 def test_run_dialogue_returns_promptly_and_the_process_ends(tmp_path: Path) -> None:

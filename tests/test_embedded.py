@@ -98,10 +98,7 @@ def test_pydantic_class_as_response_format() -> None:
 def test_unconstrained_and_schemaless_formats() -> None:
     assert grammar.to_llama_response_format(None) is None
     assert grammar.to_llama_response_format({"type": "text"}) is None
-    plain = [{"role": "user", "content": "Answer in JSON."}]
-    assert grammar.to_llama_response_format({"type": "json_object"}, plain) == {
-        "type": "json_object"
-    }
+    assert grammar.to_llama_response_format({"type": "json_object"}) == {"type": "json_object"}
 
 
 @pytest.mark.parametrize(
@@ -112,48 +109,17 @@ def test_bad_response_format_is_refused(fmt: Any) -> None:
         grammar.to_llama_response_format(fmt)
 
 
-def test_bare_json_object_takes_schema_from_instructor_message() -> None:
+def test_a_schema_is_taken_from_the_request_data_only() -> None:
+    # the schema in a prompt (instructor's JSON-mode words, or this package's) constrains
+    # nothing: only response_format carries one
     schema = Verdict.model_json_schema()
-    messages = [
-        {"role": "user", "content": "Is it supported?"},
-        {
-            "role": "system",
-            "content": "Be terse.\n\nAs a genius expert, ... match the following json_schema:\n\n\n"
-            + json.dumps(schema, indent=2)
-            + "\n\nMake sure to return an instance of the JSON, not the schema itself",
-        },
-    ]
-    assert grammar.to_llama_response_format({"type": "json_object"}, messages) == {
-        "type": "json_object",
-        "schema": schema,
-    }
+    assert not hasattr(grammar, "schema_from_messages")
+    assert grammar.to_llama_response_format({"type": "json_object"}) == {"type": "json_object"}
+    assert grammar.to_llama_response_format({"type": "json_object", "schema": schema}) == {
+        "type": "json_object", "schema": schema}
 
 
-def test_schema_from_messages_rules() -> None:
-    first = {"type": "object", "properties": {"a": {"type": "string"}}}
-    last = {"type": "object", "properties": {"b": {"type": "string"}}}
-    in_user = {"type": "object", "properties": {"c": {"type": "string"}}}
-    messages: list[dict[str, Any]] = [
-        {"role": "user", "content": f"json_schema: {json.dumps(in_user)}"},
-        {
-            "role": "system",
-            "content": [  # OpenAI content parts
-                {"type": "text", "text": "Mind the json_schema rules. json_schema: {not json"},
-                {"type": "text", "text": f"json_schema: {json.dumps(first)}\n"},
-                {"type": "text", "text": f'"json_schema": {json.dumps(last)} and {{"x": 1}}'},
-            ],
-        },
-    ]
-    assert grammar.schema_from_messages(messages) == last  # system first, last one wins
-    assert grammar.schema_from_messages(messages[:1]) == in_user
-    assert (
-        grammar.schema_from_messages([{"role": "system", "content": 'json_schema: {"x": 1}'}])
-        is None
-    )
-    assert grammar.schema_from_messages([{"role": "user", "content": None}]) is None
-
-
-def test_schema_from_real_instructor_json_mode() -> None:
+def test_schema_from_real_instructor_json_schema_mode() -> None:
     instructor = pytest.importorskip("instructor")
     from openai.types.chat import ChatCompletion
 
@@ -180,7 +146,7 @@ def test_schema_from_real_instructor_json_mode() -> None:
             }
         )
 
-    client = instructor.from_litellm(fake_create, mode=instructor.Mode.JSON)
+    client = instructor.from_litellm(fake_create, mode=instructor.Mode.JSON_SCHEMA)
     result = run_blocking(
         client.chat.completions.create(
             model=weights.MODEL,
@@ -193,8 +159,16 @@ def test_schema_from_real_instructor_json_mode() -> None:
         )
     )
     assert result.verdict == "supported"
-    assert seen["response_format"] == {"type": "json_object"}
-    translated = grammar.to_llama_response_format(seen["response_format"], seen["messages"])
+    # the schema as data; the messages as given (instructor 1.3.7 sent json_object with the
+    # schema, and wrote it into the system message too)
+    if seen["response_format"]["type"] == "json_schema":
+        assert seen["response_format"] == schema_format(Verdict)
+        assert seen["messages"] == [{"role": "system", "content": "You judge."},
+                                    {"role": "user", "content": "go"}]
+    else:
+        assert seen["response_format"] == {"type": "json_object",
+                                           "schema": Verdict.model_json_schema()}
+    translated = grammar.to_llama_response_format(seen["response_format"])
     assert translated == {"type": "json_object", "schema": Verdict.model_json_schema()}
 
 
@@ -519,9 +493,9 @@ def test_real_constrained_call_is_valid_and_repeatable(real_litellm: Any) -> Non
 
 @pytest.mark.embedded
 @needs_model
-def test_real_instructor_json_mode(real_litellm: Any) -> None:
+def test_real_instructor_json_schema_mode(real_litellm: Any) -> None:
     instructor = pytest.importorskip("instructor")
-    client = instructor.from_litellm(real_litellm.acompletion, mode=instructor.Mode.JSON)
+    client = instructor.from_litellm(real_litellm.acompletion, mode=instructor.Mode.JSON_SCHEMA)
     verdict = run_blocking(
         client.chat.completions.create(
             model=weights.MODEL,

@@ -5,7 +5,6 @@ Every server here is the scripted fake provider, playing one server's limits per
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections import Counter
@@ -24,7 +23,13 @@ from pytest_ragdive.llm.model import Model
 from pytest_ragdive.llm.scripted import forms, scripted
 from pytest_ragdive.llm.scripted_errors import http_error
 from pytest_ragdive.llm.secrets import mask
-from pytest_ragdive.llm.structured import INSTRUCTOR_MODES, MODES, reshape, schema_text
+from pytest_ragdive.llm.structured import (
+    INSTRUCTOR_MODES,
+    MODES,
+    readable,
+    reshape,
+    schema_text,
+)
 
 DOC = ragdive.Document(id="tower", text="The Alder Tower is 120 m tall. It opened in 1931.")
 ASK = [{"role": "user", "content": "Is the tower tall?"}]
@@ -65,13 +70,15 @@ def structured_forms(model: str) -> Counter[tuple[str, ...]]:
 
 def test_each_mode_shapes_our_request_and_instructors_alike() -> None:
     schema = Verdict.model_json_schema()
+    asked = [{"role": "user", "content": f"Is the tower tall?\n\n{schema_text(schema)}"}]
     ours = {"model": "m", "messages": ASK, "response_format": {
         "type": "json_schema", "json_schema": {"name": "Verdict", "schema": schema}}}
-    instruction = f"match the following json_schema:\n\n{json.dumps(schema, indent=2)}"
-    theirs = {"model": "m", "response_format": {"type": "json_object"},
-              "messages": [{"role": "system", "content": instruction}, *ASK]}
+    # instructor 1.3.7's JSON_SCHEMA mode: json_object with the schema as data
+    older = {"model": "m", "messages": ASK,
+             "response_format": {"type": "json_object", "schema": schema}}
     assert reshape(ours, "json_schema") == ours  # the default keeps its cache key
-    for request in (ours, theirs):
+    # ours, instructor's of 1.3.7, and ragas' calls as stand_in sends them
+    for request in (ours, older, readable(ours)):
         as_tools = reshape(request, "tools")
         assert as_tools["tools"][0]["function"] == {"name": "Verdict", "parameters": schema}
         assert as_tools["tool_choice"]["function"]["name"] == "Verdict"
@@ -81,11 +88,31 @@ def test_each_mode_shapes_our_request_and_instructors_alike() -> None:
             == schema
         as_text = reshape(request, "text")
         assert "response_format" not in as_text and "tools" not in as_text
-        assert "json_schema" in str(as_text["messages"])  # the schema travels in the prompt
-    # our schema goes after the prompt, so prompts keep the prefix they share
-    assert reshape(ours, "text")["messages"][-1]["content"] == (
-        f"Is the tower tall?\n\n{schema_text(schema)}")
+        # the schema travels in the prompt, once, after the prompt: prompts keep the prefix
+        # they share
+        for mode in ("json_object", "text"):
+            assert reshape(request, mode)["messages"] == asked
+    # a schema is read from the request's data only, never from its prompt
+    bare = {"model": "m", "messages": asked, "response_format": {"type": "json_object"}}
+    assert readable(bare) == bare
+    for mode in ("json_schema", "json_object", "tools"):
+        assert reshape(bare, mode) == bare
     assert set(INSTRUCTOR_MODES) == set(MODES)
+
+
+def test_readable_writes_a_schema_that_travels_as_data_into_the_prompt_once() -> None:
+    schema = Verdict.model_json_schema()
+    ours = {"model": "m", "messages": [{"role": "system", "content": "You judge."}, *ASK],
+            "response_format": {"type": "json_schema",
+                                "json_schema": {"name": "Verdict", "schema": schema}}}
+    shown = readable(ours)
+    assert shown == {**ours, "messages": [
+        {"role": "system", "content": "You judge."},
+        {"role": "user", "content": f"Is the tower tall?\n\n{schema_text(schema)}"}]}
+    assert ours["messages"][1] == ASK[0]  # the caller's messages are left as they were
+    assert readable(shown) == shown
+    plain = {"model": "m", "messages": ASK}
+    assert readable(plain) == plain
 
 
 # ------------------------------------------------------------------------------ fallbacks
@@ -93,7 +120,6 @@ def test_each_mode_shapes_our_request_and_instructors_alike() -> None:
 
 @pytest.mark.parametrize(("rejects", "status", "taken"), [
     (("json_schema",), 500, "json_object"),  # llama-cpp-python's server, as in the issue
-    (("json_object",), 400, "json_schema"),  # LM Studio: ragas' JSON-mode calls move over
     (("json_schema", "json_object"), 400, "tools"),
     (("json_schema", "json_object", "tools"), 422, "text"),
 ])
@@ -139,8 +165,18 @@ def test_the_default_sends_what_it_always_sent(tmp_path: Path, caplog: pytest.Lo
     model = scripted()
     result = dialogue(model, tmp_path)
     assert result.errors == {}
-    # this package's calls as json_schema, ragas' (instructor JSON mode) as json_object
-    assert set(structured_forms(model)) == {("json_schema",), ("json_object",)}
+    # this package's calls and ragas' (instructor's JSON_SCHEMA mode) alike as json_schema
+    assert set(structured_forms(model)) == {("json_schema",)}
+    assert fallbacks(caplog) == []
+
+
+def test_a_server_that_refuses_json_object_rejects_nothing(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    model = scripted(rejects=("json_object",))  # LM Studio
+    result = dialogue(model, tmp_path)
+    assert result.errors == {} and set(result.scores) == set(SIX)
+    assert set(structured_forms(model)) == {("json_schema",)}
     assert fallbacks(caplog) == []
 
 

@@ -27,13 +27,17 @@ class RagasMetrics:
 
         freeze_imports("ragas")
 
-        # instructor builds JSON-mode requests (the schema in the system message); the
-        # client sends them in the structured-output mode of the model (structured.py)
+        # JSON_SCHEMA: instructor sends ragas' messages as they are and the schema as data
+        # (response_format json_schema; at instructor 1.3.7 json_object with a schema), never
+        # to be read back from a prompt; stand_in writes it into the prompt too, in this
+        # package's words, and the client sends it in the model's mode (structured.py)
+        instructed = instructor.from_litellm(stand_in(client, model),
+                                             mode=instructor.Mode.JSON_SCHEMA)
         llm = llm_factory(
             model.name,
             provider="litellm",
             adapter="litellm",
-            client=instructor.from_litellm(stand_in(client, model), mode=instructor.Mode.JSON),
+            client=instructed,
             temperature=0.0,
             seed=0,
         )

@@ -32,10 +32,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from .embedded.grammar import schema_from_messages
 from .library import import_litellm
 from .scripted_errors import FORMS, PROVIDER, refusal, request_form
 from .scripted_replies import Responder, generic
+from .structured import SCHEMA_INSTRUCTION
 
 _scripts: dict[str, Mapping[str, Responder]] = {}
 _delays: dict[str, float] = {}
@@ -94,19 +94,38 @@ def calls(model: str) -> list[tuple[str, list[dict[str, Any]]]]:
 
 def schema_name(kwargs: Mapping[str, Any]) -> str:
     """The name of the JSON schema a request asks for (``YesNo``: a yes/no question, with
-    logprobs or in one token)."""
+    logprobs or in one token), read from the request's data: its ``json_schema`` format,
+    the title of a ``json_object`` format's ``schema``, or its forced tool. A request in the
+    ``json_object`` or ``text`` mode carries its schema only in the prompt, in this
+    package's words (``structured.schema_text``), where the fake reads it as a model would."""
     params = {**(kwargs.get("optional_params") or {}), **kwargs}
     if params.get("logprobs") or params.get("max_tokens") == 1:
         return "YesNo"
     fmt = params.get("response_format")
     if isinstance(fmt, dict) and fmt.get("type") == "json_schema":
         return str(fmt["json_schema"]["name"])
+    if isinstance(fmt, dict) and isinstance(fmt.get("schema"), dict):
+        return str(fmt["schema"].get("title", "object"))
     if params.get("tools"):
         return str(params["tools"][0]["function"]["name"])
-    schema = schema_from_messages(kwargs.get("messages", []))
+    schema = _instructed_schema(kwargs.get("messages", []))
     if schema is not None:
         return str(schema.get("title", "object"))
     return "text"
+
+
+def _instructed_schema(messages: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The schema of the package's own instruction in the prompt, if any."""
+    for message in reversed(messages):
+        text = message.get("content")
+        at = text.rfind(SCHEMA_INSTRUCTION) if isinstance(text, str) else -1
+        if at >= 0:
+            try:
+                schema, _ = json.JSONDecoder().raw_decode(text, at + len(SCHEMA_INSTRUCTION))
+            except json.JSONDecodeError:
+                continue
+            return dict(schema) if isinstance(schema, dict) else None
+    return None
 
 
 #: a responder's reply that makes the fake provider answer HTTP 200 with no choices

@@ -1,5 +1,6 @@
 """The client in litellm's shape, for libraries such as ragas (through instructor) that call
-``litellm.acompletion`` and expect its response object."""
+``litellm.acompletion`` and expect its response object. A request whose schema travels as
+data also gets it written once into its prompt (:func:`~.structured.readable`)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from .cache import KEY_FIELDS
 from .library import import_litellm
 from .model import Model
 from .replies import unfenced
-from .structured import request_mode
+from .structured import readable, request_mode
 
 if TYPE_CHECKING:
     from .client import LLMClient
@@ -18,12 +19,13 @@ if TYPE_CHECKING:
 
 def stand_in(client: LLMClient, model: Model) -> Callable[..., Awaitable[Any]]:
     """A cached stand-in for ``litellm.acompletion`` for ``model``: its params and
-    structured-output setting apply to every call. Arguments that do not change the
-    answer (api_base, api_key, ...) reach litellm only."""
+    structured-output setting apply to every call, and a structured request's schema is
+    also written into its prompt. Arguments that do not change the answer (api_base,
+    api_key, ...) reach litellm only."""
 
     async def acompletion(**kwargs: Any) -> Any:
         kwargs.pop("stream", None)
-        request = {k: kwargs.pop(k) for k in list(kwargs) if k in KEY_FIELDS}
+        request = readable({k: kwargs.pop(k) for k in list(kwargs) if k in KEY_FIELDS})
         params = {**model.params, **kwargs}
         return await _acompletion(
             client, Model(request["model"], params, model.structured_output), request

@@ -13,10 +13,11 @@ text          no format at all, schema in prompt; reply parsed       ``Mode.MD_J
 ============  =====================================================  ======================
 
 ``auto`` (the default) sends each request as its caller built it (this package's calls
-as ``json_schema``, ragas' calls through instructor as ``json_object``) until a server
-rejects a form; then the model moves to the next form, for every call of the run. ragas'
-instructor client always builds JSON-mode requests (schema in the system message), from
-which every other form is derived here, so both kinds of call follow the same mode.
+and ragas' calls through instructor's ``JSON_SCHEMA`` mode alike as ``json_schema``) until
+a server rejects a form; then the model moves to the next form, for every call of the run.
+The schema is read from the request's data only (``response_format``), never from its
+prompt, and every other form is derived from it here; where a form needs the schema in
+the prompt, it is written there in this package's words (:func:`schema_text`).
 """
 
 from __future__ import annotations
@@ -64,51 +65,66 @@ def without_logprobs(request: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in request.items() if k not in ("logprobs", "top_logprobs")}
 
 
+#: the words that carry a schema in the prompt, followed by the schema as one line of JSON
+SCHEMA_INSTRUCTION = "Reply with only a JSON object that fits this json_schema: "
+
+
 def schema_text(schema: Mapping[str, Any]) -> str:
-    """The instruction that carries a schema in the prompt (embedded.py finds it there)."""
-    return (
-        "Reply with only a JSON object that fits this json_schema: "
-        + json.dumps(schema, ensure_ascii=False)
-    )
+    """The instruction that carries a schema in the prompt."""
+    return SCHEMA_INSTRUCTION + json.dumps(schema, ensure_ascii=False)
 
 
 @dataclass(frozen=True)
 class _Wanted:
     name: str
     schema: dict[str, Any]
-    in_prompt: bool  # the messages already carry the schema
 
 
 def _wanted(request: Mapping[str, Any]) -> _Wanted | None:
+    """The schema a request asks for, from its data: an OpenAI ``json_schema`` format, or a
+    ``json_object`` one with a ``schema`` (llama.cpp's form, and what instructor 1.3.7's
+    ``JSON_SCHEMA`` mode sends). None for a request that carries none."""
     fmt = request.get("response_format") or {}
     if fmt.get("type") == "json_schema":
         spec = fmt.get("json_schema") or {}
-        return _Wanted(str(spec.get("name") or "Output"), dict(spec.get("schema") or {}), False)
-    if fmt.get("type") == "json_object":
-        from .embedded.grammar import schema_from_messages  # not at start-up: see hooks.py
-
-        schema = schema_from_messages(request.get("messages") or [])
-        if schema is not None:
-            return _Wanted(str(schema.get("title") or "Output"), schema, True)
+        return _Wanted(str(spec.get("name") or "Output"), dict(spec.get("schema") or {}))
+    if fmt.get("type") == "json_object" and isinstance(fmt.get("schema"), Mapping):
+        schema = dict(fmt["schema"])
+        return _Wanted(str(schema.get("title") or "Output"), schema)
     return None
 
 
 def _with_schema(messages: list[dict[str, Any]], schema: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The messages with the schema instruction after the last user message's text, so that
-    prompts keep the prefixes they share."""
+    prompts keep the prefixes they share; unchanged when a message already holds it."""
     messages = [dict(m) for m in messages]
+    instruction = schema_text(schema)
+    if any(isinstance(m.get("content"), str) and instruction in m["content"] for m in messages):
+        return messages
     for message in reversed(messages):
         if message.get("role") == "user" and isinstance(message.get("content"), str):
-            message["content"] = f"{message['content']}\n\n{schema_text(schema)}"
+            message["content"] = f"{message['content']}\n\n{instruction}"
             return messages
-    return [*messages, {"role": "user", "content": schema_text(schema)}]
+    return [*messages, {"role": "user", "content": instruction}]
+
+
+def readable(request: dict[str, Any]) -> dict[str, Any]:
+    """``request`` with its schema also written once after the last user message, for a
+    request whose schema travels as data only (ragas' calls through instructor): a small
+    model fills a schema it is only constrained to, and never shown, badly."""
+    wanted = _wanted(request)
+    if wanted is None:
+        return request
+    return {**request, "messages": _with_schema(list(request.get("messages") or []),
+                                                wanted.schema)}
 
 
 def reshape(request: dict[str, Any], mode: str) -> dict[str, Any]:
-    """``request`` (a ``json_schema`` or instructor JSON-mode request) sent in ``mode``.
+    """``request`` (one whose schema travels as data, see :func:`_wanted`) sent in ``mode``;
+    ``json_object`` and ``text`` write the schema into the prompt, once.
 
-    A request whose schema cannot be found is returned unchanged, except that ``text``
-    drops its ``response_format``.
+    A request that carries no schema is returned unchanged, except that ``text`` drops its
+    ``response_format``.
     """
     wanted = _wanted(request)
     base = {k: v for k, v in request.items()
@@ -123,8 +139,7 @@ def reshape(request: dict[str, Any], mode: str) -> dict[str, Any]:
         function = {"name": wanted.name, "parameters": wanted.schema}
         return {**base, "tools": [{"type": "function", "function": function}],
                 "tool_choice": {"type": "function", "function": {"name": wanted.name}}}
-    if not wanted.in_prompt:
-        base["messages"] = _with_schema(messages, wanted.schema)
+    base["messages"] = _with_schema(messages, wanted.schema)
     if mode == "json_object":
         return {**base, "response_format": {"type": "json_object"}}
     return base

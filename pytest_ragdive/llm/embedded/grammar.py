@@ -1,73 +1,26 @@
 """JSON output of the embedded model: every structured request becomes a llama.cpp grammar.
 
-OpenAI ``json_schema`` response formats, llama.cpp's own ``{"type": "json_object", "schema": S}``,
-instructor's JSON mode (bare ``json_object`` with the schema written into the system message) and
-a single forced tool (instructor's TOOLS mode) all constrain the output, so a small model cannot
-drift out of the schema.
+OpenAI ``json_schema`` response formats, llama.cpp's own ``{"type": "json_object", "schema": S}``
+and a single forced tool (instructor's TOOLS mode) all constrain the output to their schema, so a
+small model cannot drift out of it. The schema is taken from the request's data only; a bare
+``json_object`` gets any JSON object.
 """
 
 from __future__ import annotations
 
 import functools
 import json
-import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
-from .runtime import message_text
 from .weights import MODEL, EmbeddedModelError
 
-# instructor (1.x, JSON and MD_JSON modes) appends to the first system message:
-#   "...match the following json_schema:\n\n\n<json.dumps(schema, indent=2)>\n\nMake sure ..."
-_SCHEMA_MARKER = re.compile(r"json_schema[\"']?\s*[:=]?\s*(?:```(?:json)?\s*)?(?=\{)")
-_SCHEMA_KEYS = frozenset(
-    [
-        "type",
-        "properties",
-        "$defs",
-        "definitions",
-        "$ref",
-        "anyOf",
-        "oneOf",
-        "allOf",
-        "enum",
-        "const",
-    ]
-)
 
-
-
-def schema_from_messages(messages: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
-    """The JSON schema embedded in a message as ``json_schema: {...}`` (instructor's JSON mode).
-
-    System messages are searched first, then the others in order; within a message the last
-    parseable schema wins, since instructor appends its instruction to existing system text.
-    """
-    decoder = json.JSONDecoder()
-    ordered = sorted(messages, key=lambda m: m.get("role") != "system")
-    for message in ordered:
-        text = message_text(message.get("content"))
-        found = None
-        for match in _SCHEMA_MARKER.finditer(text):
-            try:
-                obj, _ = decoder.raw_decode(text, match.end())
-            except json.JSONDecodeError:
-                continue
-            if isinstance(obj, dict) and _SCHEMA_KEYS & obj.keys():
-                found = obj
-        if found is not None:
-            return found
-    return None
-
-
-def to_llama_response_format(
-    response_format: Any, messages: Sequence[Mapping[str, Any]] = ()
-) -> dict[str, Any] | None:
+def to_llama_response_format(response_format: Any) -> dict[str, Any] | None:
     """Translate an OpenAI-style ``response_format`` into llama.cpp's form.
 
-    Returns ``{"type": "json_object", "schema": S}`` when a schema is known, ``{"type":
-    "json_object"}`` for schemaless JSON, or None for free text. A bare ``json_object`` takes its
-    schema from the messages (instructor's JSON mode), so such calls are constrained too.
+    Returns ``{"type": "json_object", "schema": S}`` when the format carries a schema, ``{"type":
+    "json_object"}`` for schemaless JSON, or None for free text.
     """
     if response_format is None:
         return None
@@ -86,8 +39,6 @@ def to_llama_response_format(
         return {"type": "json_object", "schema": dict(schema)}
     if kind == "json_object":
         schema = response_format.get("schema") or response_format.get("response_schema")
-        if schema is None:
-            schema = schema_from_messages(messages)
         return (
             {"type": "json_object", "schema": dict(schema)} if schema else {"type": "json_object"}
         )

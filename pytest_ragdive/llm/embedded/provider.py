@@ -45,7 +45,7 @@ def _complete(
     if tool is not None:
         response_format = {"type": "json_object", "schema": tool.get("parameters") or {}}
     else:
-        response_format = grammar.to_llama_response_format(params.get("response_format"), messages)
+        response_format = grammar.to_llama_response_format(params.get("response_format"))
     max_tokens = (
         params.get("max_completion_tokens") or params.get("max_tokens") or DEFAULT_MAX_TOKENS
     )
