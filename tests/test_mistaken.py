@@ -121,7 +121,8 @@ def test_a_dialogue_with_no_figure_to_change_leaves_the_metric_unscored(project)
 
 @pytest.mark.parametrize(("marker", "message"), [
     ('role="mistakn"', "*unknown role 'mistakn'; use one of precise, context-aware, forgetful, "
-                       "skeptic, mistaken, vague, or describe the persona in a sentence*"),
+                       "skeptic, mistaken, vague, switching, or describe the persona in a "
+                       "sentence*"),
     ('role="precise", metrics=["premise_corrected"]',
      "*premise_corrected scores only dialogues in role 'mistaken'*"),
 ])

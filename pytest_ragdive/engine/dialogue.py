@@ -21,6 +21,7 @@ from .judges import Judges
 from .models import Dialogue, Document, DocumentGroup, Message, Turn
 from .openers import Opener, opener_for
 from .settings import check_all, default, scored_metrics
+from .switching import needs_group
 from .turns import next_turn
 from .validator import asks_model
 
@@ -73,8 +74,9 @@ async def arun_dialogue(
     )  # before any model call
     chosen = scored_metrics(tuple(metrics) if metrics is not None else None, turns,
                             "arun_dialogue", judges.models["evaluator"].name, role)
-    client = client or LLMClient(ResponseCache(Path(cache_dir), record_mode))
     group = DocumentGroup.of(document)
+    needs_group(role, group, "arun_dialogue")
+    client = client or LLMClient(ResponseCache(Path(cache_dir), record_mode))
     dialogue = Dialogue(document_id=group.id, role=role)
     report = progress or (lambda doc, turn, stage: None)
     with usage_scope(dialogue.usage):

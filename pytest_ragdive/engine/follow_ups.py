@@ -119,10 +119,13 @@ def refer_back(standalone: str, said: Sequence[str], last: Sequence[str]) -> str
     return put_pronoun(standalone, rank)
 
 
-def put_pronoun(text: str, rank: Callable[[list[str], int, int], tuple[int, ...] | None]
+def put_pronoun(text: str, rank: Callable[[list[str], int, int], tuple[int, ...] | None],
+                replace: Callable[[list[str], int, int], str | None] | None = None
                 ) -> str | None:
     """``text`` with its phrase of highest ``rank`` (of the phrases it ranks; the first of
-    equals) put as a pronoun, its determiner with it; None when it ranks none."""
+    equals) put as a pronoun, its determiner with it; None when it ranks none. ``replace``
+    (of the tokens, the phrase's start with its determiner, and its end) may give other
+    words for the phrase; None from it, the pronoun."""
     tokens = _TOKEN.findall(text)
     best: tuple[tuple[int, ...], int, int] | None = None
     for begin, end in _phrases(tokens):
@@ -134,7 +137,8 @@ def put_pronoun(text: str, rank: Callable[[list[str], int, int], tuple[int, ...]
     _, begin, end = best
     if begin > 0 and tokens[begin - 1].lower() in DETERMINERS:
         begin -= 1
-    rest = [*tokens[:begin], _pronoun(tokens, begin, end), *tokens[end:]]
+    said = replace(tokens, begin, end) if replace else None
+    rest = [*tokens[:begin], said or _pronoun(tokens, begin, end), *tokens[end:]]
     joined = re.sub(r"\s+([?.!,;:])", r"\1", " ".join(rest))
     return joined[0].upper() + joined[1:]
 

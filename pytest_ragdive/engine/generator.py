@@ -15,6 +15,8 @@ from .premises import ROLE as MISTAKEN
 from .premises import false_premise, figures
 from .readings import ROLE as VAGUE
 from .readings import answer_key, vague_facts, vague_message
+from .switching import ROLE as SWITCHING
+from .switching import return_message, shift_of, shifted_facts
 from .templates import history_view, render, role_description
 
 
@@ -90,16 +92,22 @@ async def generate_turn(
     that figure changed before it asks (:mod:`.premises`). In the role ``vague``, its fact
     is one of several that answer one question with different figures, and its message is
     the model's stand-alone question with what tells them apart put as "it": the question
-    of each of them, and they are its answer key (:mod:`.readings`). About a group, every
-    turn names the document of its evidence (``source``): the model for turn 1, the plugin
-    after it (a vague turn's readings are all of that one document).
+    of each of them, and they are its answer key (:mod:`.readings`). In the role
+    ``switching`` (about a group), follow-ups alternate between another document, asked
+    about in the stand-alone question, and turn 1's, referred to without naming it
+    (:mod:`.switching`). About a group, every turn names the document of its evidence
+    (``source``): the model for turn 1, the plugin after it (a vague turn's readings are all
+    of that one document).
     """
     group = DocumentGroup.of(document)
     many = len(group.documents) > 1
     readings: list[str] = []
     asked: Asked | None = None
+    shift = shift_of(history) if history and many and role == SWITCHING else None
     if history and role == VAGUE:
         asked, readings = vague_facts(group, history, seed)
+    elif shift:
+        asked = shifted_facts(group, history, seed)
     elif history:
         asked = next_facts(group, history, seed, eligible=figures if role == MISTAKEN else None)
     fact = "\n".join(asked.facts) if asked else ""
@@ -153,6 +161,10 @@ async def generate_turn(
     if many:
         crossing = {"question_type": "cross_document"} if len(asked.sources) > 1 else {}
         turn = turn.model_copy(update={"source": "+".join(asked.sources), **crossing})
+    if shift:  # a new question that names its topic, or back to turn 1's without naming it
+        turn = turn.model_copy(update={"topic_shift": shift, "rag_input": (
+            nxt.standalone_question if shift == "switch"
+            else return_message(nxt.standalone_question, group, history, seed))})
     if premise:
         turn = turn.model_copy(update={"rag_input": f"{premise} {message}", "premise": premise})
     if readings:  # leaves open which reading it means; the readings are its answer key

@@ -87,6 +87,10 @@ class GeneratedTurn(_Model):
     readings: list[str] = Field(default_factory=list, description="The document's facts that "
                                 "answer the message with different figures (role vague): it "
                                 "does not say which one it means.")
+    topic_shift: Literal["", "switch", "return"] = Field(
+        default="", description="In role switching (a group of documents): 'switch' when the "
+        "turn moves to another document than turn 1's, asking a question that names it; "
+        "'return' when it goes back to turn 1's document without naming its subject.")
 
 
 class Verdict(_Model):

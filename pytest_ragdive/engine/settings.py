@@ -19,7 +19,8 @@ from ..llm.structured import STRUCTURED_OUTPUTS
 from .metrics import AT_CHANCE, METRICS, MULTI_TURN_METRICS, ROLE_METRICS
 
 #: The roles shipped as prompt templates (``prompts/roles``).
-BUILTIN_ROLES = ("precise", "context-aware", "forgetful", "skeptic", "mistaken", "vague")
+BUILTIN_ROLES = ("precise", "context-aware", "forgetful", "skeptic", "mistaken", "vague",
+                 "switching")
 #: The metrics scored by default in every role.
 EVERY_ROLE = tuple(m for m in METRICS if m not in ROLE_METRICS)
 
@@ -74,7 +75,9 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
             "forgetful, skeptic, mistaken (from turn 2 on, each message states a fact of the "
             "document with one figure changed, then asks), vague (from turn 2 on, asks what "
             "several facts of the document answer with different figures, without saying "
-            "which one it means), or a sentence describing a persona",
+            "which one it means), switching (about a group of documents, group=2: from turn 2 "
+            "on, asks about another document, then goes back to turn 1's without naming it, "
+            "and again), or a sentence describing a persona",
             _ALL, metavar="ROLE", form="a built-in role or a sentence"),
     Setting("metrics", tuple, EVERY_ROLE, "metrics to score (default: the six of RAG-DIVE, "
             "and premise_corrected in role mistaken and clarified in role vague, the only ones "

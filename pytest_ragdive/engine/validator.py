@@ -2,9 +2,10 @@
 
 Checks that can be decided exactly (does the follow-up lean on the conversation, does it
 ask again, is its evidence in the document, does it name "the document"; does a premise
-turn state a premise the document refutes, does a vague turn leave its readings open) are
-decided by code in :mod:`.checks`, :mod:`.follow_ups`, :mod:`.premises`,
-:mod:`.readings` and :mod:`.sources`. The rest are yes/no questions to the validator
+turn state a premise the document refutes, does a vague turn leave its readings open, does a
+return turn leave its topic unnamed) are decided by code in :mod:`.checks`,
+:mod:`.follow_ups`, :mod:`.premises`, :mod:`.readings`, :mod:`.switching` and
+:mod:`.sources`. The rest are yes/no questions to the validator
 model, each read from the probability of "yes"; they share one prompt up to the question,
 so a model that keeps prompt prefixes evaluates the document and the conversation once.
 """
@@ -15,7 +16,7 @@ import asyncio
 
 from ..llm.client import LLMClient
 from ..llm.model import Model
-from . import checks, follow_ups, premises, readings, sources
+from . import checks, follow_ups, premises, readings, sources, switching
 from .metrics import AT_CHANCE
 from .models import Document, DocumentGroup, GeneratedTurn, RejectionCategory, Turn, Verdict
 from .templates import history_view, render
@@ -25,6 +26,9 @@ CATEGORIES: dict[str, RejectionCategory] = {
     "refers_back": "rag_input_not_connected",
     "premise_refuted": "ground_truth",
     "left_open": "question_not_consistent",
+    "shift_source": "ground_truth",
+    "names_topic": "not_standalone",
+    "returns_unnamed": "rag_input_not_connected",
     "not_repeated": "question_not_consistent",
     "evidence_in_source": "ground_truth",
     "uses_both": "ground_truth",
@@ -85,7 +89,7 @@ def exact_verdict(candidate: GeneratedTurn, document: Document | DocumentGroup,
     found["reads_naturally"] = checks.mentions_source(candidate)
     if candidate.question_type == "cross_document":
         found["uses_both"] = sources.uses_both(candidate)
-    if history and not vague:
+    if history and not vague and not candidate.topic_shift:
         # a premise turn's question may lean on its premise, which states the fact in full
         asked = candidate.model_copy(update={"rag_input": premises.question_of(candidate)})
         found["refers_back"] = follow_ups.leans_back(
@@ -98,6 +102,9 @@ def exact_verdict(candidate: GeneratedTurn, document: Document | DocumentGroup,
         # about a group, the readings are facts of the one document the turn names
         found["left_open"] = readings.readings_check(
             candidate, sources.documents_of(candidate, group)[0])
+    if candidate.topic_shift:
+        # a switch names its new topic, a return refers back to turn 1's (shift checks)
+        found.update(switching.shift_checks(candidate, group, history))
     return _verdict({check: reason for check, reason in found.items() if reason})
 
 
@@ -130,9 +137,11 @@ async def judge_turn(
     candidate: GeneratedTurn,
 ) -> Verdict:
     """The validator model's verdict on ``candidate``: one yes/no question per check (not
-    whether a cross_document turn's type fits: the plugin gave it, with its two facts)."""
+    whether the type of a cross_document turn or a switch or return fits: the plugin gave
+    its facts and wrote or chose its message)."""
+    given = candidate.question_type == "cross_document" or bool(candidate.topic_shift)
     asked = [c for c in QUESTIONS if (history or c in FIRST_TURN)
-             and not (c == "type_fits" and candidate.question_type == "cross_document")]
+             and not (c == "type_fits" and given)]
     answers = await asyncio.gather(*(
         client.yes_probability(
             model, [{"role": "user", "content": check_prompt(c, candidate, document, history)}]

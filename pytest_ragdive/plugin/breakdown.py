@@ -24,7 +24,8 @@ Cells = dict[str, dict[str, dict[str, list[float]]]]  # axis -> metric -> cell -
 
 
 def cells(dialogues: Iterable[Dialogue]) -> Cells:
-    """Sums and counts of each metric's turn scores by ``turn`` (1, 2, ...) and ``type``."""
+    """Sums and counts of each metric's turn scores by ``turn`` (1, 2, ...) and ``type`` (a
+    switch or return turn of the role switching by that, ``switch`` or ``return``)."""
     out: Cells = {"turn": {}, "type": {}}
     for dialogue in dialogues:
         for turn in dialogue.turns:
@@ -32,7 +33,8 @@ def cells(dialogues: Iterable[Dialogue]) -> Cells:
                 if judgement.score is None:
                     continue
                 for axis, cell in (("turn", str(turn.index)),
-                                   ("type", turn.generated.question_type)):
+                                   ("type", turn.generated.topic_shift
+                                    or turn.generated.question_type)):
                     entry = out[axis].setdefault(metric, {}).setdefault(cell, [0.0, 0])
                     entry[0] += judgement.score
                     entry[1] += 1

@@ -89,16 +89,18 @@ def check_dialogue(
 def prompts_digest(role: str, metrics: tuple[str, ...], group: bool = False) -> str:
     """The method's prompts and judge questions and thresholds, as a digest: a band scored
     by other ones measured something else. A role's own prompt and metric (the roles
-    ``mistaken`` and ``vague``, ``premise_corrected`` and ``clarified``) and the prompts of
-    a group of documents (``prompts/group/``) count only for the items that use them, so
-    that adding them left every other band as it was."""
+    ``mistaken`` and ``vague``, ``premise_corrected`` and ``clarified``; the role
+    ``switching``, which has no metric of its own) and the prompts of a group of documents
+    (``prompts/group/``) count only for the items that use them, so that adding them left
+    every other band as it was."""
     from importlib.resources import files
 
     from ..engine.evaluator import JUDGES
     from ..engine.metrics import ROLE_METRICS
+    from ..engine.switching import ROLE as SWITCHING
 
     unused = {f"{m}.j2" for m in ROLE_METRICS if m not in metrics}
-    unused |= {f"{r}.j2" for r in ROLE_METRICS.values() if r != role}
+    unused |= {f"{r}.j2" for r in (*ROLE_METRICS.values(), SWITCHING) if r != role}
     folder = files("pytest_ragdive.prompts")
     entries = [*folder.iterdir(), *folder.joinpath("roles").iterdir()]
     texts = sorted(f"{entry.name}\n{entry.read_text(encoding='utf-8')}"

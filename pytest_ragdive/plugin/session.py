@@ -97,6 +97,8 @@ class RagdiveSession:
             params = getattr(item, "callspec", None)
             document = params.params.get("ragdive_document") if params else None
             documents.setdefault(function_key(item), (settings, []))[1].append(document)
+            if document is not None:
+                _check_role(item, settings, document)
         for function, (settings, docs) in documents.items():
             if settings.openers and all(d is not None for d in docs):
                 from ..engine.models import DocumentGroup
@@ -245,3 +247,20 @@ class RagdiveSession:
 
     def close(self) -> None:
         self.runs.close()
+
+
+def _check_role(item: pytest.Item, settings: ItemSettings,
+                document: Document | DocumentGroup) -> None:
+    """A role that needs a group of documents (``switching``) on an item of one fails the
+    collection, naming the fix."""
+    from ..engine.models import DocumentGroup
+    from ..engine.settings import SettingError
+    from ..engine.switching import needs_group
+
+    try:
+        needs_group(settings.role, DocumentGroup.of(document), item.nodeid,
+                    "make each item a group of documents: "
+                    "ragdive.document_fixture('kb/*.md', group=2), group=2 in the marker, or "
+                    "ragdive_document_group = 2 in the ini file")
+    except SettingError as exc:
+        raise pytest.UsageError(str(exc)) from None
