@@ -63,6 +63,11 @@ def test_ragas_asks_for_its_output_models_as_data_after_its_own_prompt(
 
     outputs = {m.__name__: m.model_json_schema() for m in (
         StatementGeneratorOutput, NLIStatementOutput, ContextPrecisionOutput, ContextRecallOutput)}
+    recall = outputs["ContextRecallOutput"]
+    listed = {**recall["properties"]["classifications"], "minItems": 1}
+    # as sent: one classification per statement of the answer key, so never none
+    sent = {**outputs, "ContextRecallOutput": {**recall, "properties": {
+        **recall["properties"], "classifications": listed}}}
     prompts: dict[str, list[str]] = {}  # output model -> ragas' prompts, as ragas wrote them
     requests: list[dict[str, Any]] = []  # as ragas' instructor client handed them to ours
     agenerate, send = LiteLLMStructuredLLM.agenerate, LLMClient.send
@@ -87,17 +92,18 @@ def test_ragas_asks_for_its_output_models_as_data_after_its_own_prompt(
     assert len(theirs) == len(ragas_calls) == sum(map(len, prompts.values()))
     for name, messages in ragas_calls:
         fmt = [r for r in theirs if r["messages"] == messages][0]["response_format"]
-        if fmt["type"] == "json_schema":  # the schema as data, exactly the output model's
-            assert fmt == {"type": "json_schema",
-                           "json_schema": {"name": name, "schema": outputs[name]}}
+        schema = outputs[name]
+        if fmt["type"] == "json_schema":  # the schema as data, the output model's
+            schema = sent[name]
+            assert fmt == {"type": "json_schema", "json_schema": {"name": name, "schema": schema}}
             # the prompt is ragas' own, then the schema once, in this package's words
             assert [m["role"] for m in messages] == ["user"]
-            prompt = messages[0]["content"].removesuffix(f"\n\n{schema_text(outputs[name])}")
+            prompt = messages[0]["content"].removesuffix(f"\n\n{schema_text(schema)}")
             assert prompt in prompts[name]
         else:  # instructor 1.3.7: json_object with the schema, and its own system message
-            assert fmt == {"type": "json_object", "schema": outputs[name]}
-        assert sum(m["content"].count(schema_text(outputs[name])) for m in messages) == 1
-        assert messages[-1]["content"].endswith(schema_text(outputs[name]))
+            assert fmt == {"type": "json_object", "schema": schema}
+        assert sum(m["content"].count(schema_text(schema)) for m in messages) == 1
+        assert messages[-1]["content"].endswith(schema_text(schema))
 
 
 def test_run_dialogue_returns_promptly_and_the_process_ends(tmp_path: Path) -> None:

@@ -17,15 +17,20 @@ if TYPE_CHECKING:
     from .client import LLMClient
 
 
-def stand_in(client: LLMClient, model: Model) -> Callable[..., Awaitable[Any]]:
+Prepare = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def stand_in(client: LLMClient, model: Model, prepare: Prepare | None = None
+             ) -> Callable[..., Awaitable[Any]]:
     """A cached stand-in for ``litellm.acompletion`` for ``model``: its params and
-    structured-output setting apply to every call, and a structured request's schema is
-    also written into its prompt. Arguments that do not change the answer (api_base,
-    api_key, ...) reach litellm only."""
+    structured-output setting apply to every call, ``prepare`` (if given) to every request,
+    and a structured request's schema is also written into its prompt. Arguments that do not
+    change the answer (api_base, api_key, ...) reach litellm only."""
 
     async def acompletion(**kwargs: Any) -> Any:
         kwargs.pop("stream", None)
-        request = readable({k: kwargs.pop(k) for k in list(kwargs) if k in KEY_FIELDS})
+        request = {k: kwargs.pop(k) for k in list(kwargs) if k in KEY_FIELDS}
+        request = readable(prepare(request) if prepare else request)
         params = {**model.params, **kwargs}
         return await _acompletion(
             client, Model(request["model"], params, model.structured_output), request
