@@ -32,10 +32,12 @@ CACHE = ".ragdive/unseen"
 #: holds N+1, N+2, ... where it drew confirmation runs or held a run again, so recorded seeds
 #: are 10 apart)
 VARIANTS: dict[str, tuple[dict[str, str], tuple[int, ...]]] = {
-    "accepted": ({}, (100, 110, 120, 130, 140)),
-    "history none": ({"RAGBOT_HISTORY": "none"}, (100, 110, 120, 130, 140)),
-    "history first": ({"RAGBOT_HISTORY": "first"}, (100, 110)),
-    "top_k 1": ({"RAGBOT_TOP_K": "1"}, (100, 110, 120)),
+    # none recorded yet against the nine-document kb; those of the six-document one are in
+    # git at fa0ed79 (benchmarks/README.md, "The gate on the example")
+    "accepted": ({}, ()),
+    "history none": ({"RAGBOT_HISTORY": "none"}, ()),
+    "history first": ({"RAGBOT_HISTORY": "first"}, ()),
+    "top_k 1": ({"RAGBOT_TOP_K": "1"}, ()),
 }
 
 
@@ -128,6 +130,9 @@ def main(argv: list[str] | None = None) -> int:
                 note = "" if session.recorded else " (not recorded)"
                 print(f"{variant} seed {seed} {rule}: exit {session.exit_code} "
                       f"{'/'.join(session.worse)}{note}", file=sys.stderr, flush=True)
+    if not sessions:
+        print("no committed session to replay: VARIANTS lists no recorded seed")
+        return 1
     print(table(sessions))
     print(f"\n{len(sessions)} replays in {time.perf_counter() - start:.0f} s")
     return 0

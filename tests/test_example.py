@@ -20,27 +20,9 @@ pytestmark = pytest.mark.embedded
 #: environment, the seed, the test's verdict, and the metric a first run moved out of its band
 #: (None: none did). What each asserts is the gate's reading of that recording: its exit code,
 #: its verdict, and that it shows where to look.
-SESSIONS = [
-    pytest.param({}, 100, "passed", None, id="accepted-100"),
-    pytest.param({}, 110, "passed", None, id="accepted-110"),
-    pytest.param({}, 120, "passed", None, id="accepted-120"),
-    pytest.param({}, 130, "passed", None, id="accepted-130"),
-    pytest.param({}, 140, "inconclusive", "faithfulness", id="accepted-140"),
-    pytest.param({"RAGBOT_HISTORY": "none"}, 100, "inconclusive", "context_recall",
-                 id="history-none-100"),
-    pytest.param({"RAGBOT_HISTORY": "none"}, 110, "inconclusive", "correctness",
-                 id="history-none-110"),
-    pytest.param({"RAGBOT_HISTORY": "none"}, 120, "inconclusive", "forgetfulness",
-                 id="history-none-120"),
-    pytest.param({"RAGBOT_HISTORY": "none"}, 130, "passed", None, id="history-none-130"),
-    pytest.param({"RAGBOT_HISTORY": "none"}, 140, "passed", None, id="history-none-140"),
-    pytest.param({"RAGBOT_HISTORY": "first"}, 100, "inconclusive", "faithfulness",
-                 id="history-first-100"),
-    pytest.param({"RAGBOT_HISTORY": "first"}, 110, "passed", None, id="history-first-110"),
-    pytest.param({"RAGBOT_TOP_K": "1"}, 100, "inconclusive", "faithfulness", id="top-k-1-100"),
-    pytest.param({"RAGBOT_TOP_K": "1"}, 110, "inconclusive", "faithfulness", id="top-k-1-110"),
-    pytest.param({"RAGBOT_TOP_K": "1"}, 120, "inconclusive", "correctness", id="top-k-1-120"),
-]
+SESSIONS: list = []  # none yet against the nine-document kb (benchmarks/README.md)
+NOT_RECORDED = ("no unseen-seed check is recorded against the nine-document kb yet; "
+                "benchmarks/README.md, 'The gate on the example', gives the commands")
 
 
 @pytest.fixture
@@ -82,6 +64,7 @@ def test_a_changed_bot_cannot_replay(
     result.stdout.fnmatch_lines(["*no recorded response for*embedded/qwen2.5-coder-1.5b*"])
 
 
+@pytest.mark.skipif(not SESSIONS, reason=NOT_RECORDED)
 @pytest.mark.parametrize(("env", "seed", "verdict", "moved"), SESSIONS)
 def test_the_gate_on_a_committed_unseen_seed(
     pytester: pytest.Pytester, example: Path, monkeypatch: pytest.MonkeyPatch,
@@ -108,6 +91,7 @@ def test_the_gate_on_a_committed_unseen_seed(
                                      "      turn * (*): *"])
 
 
+@pytest.mark.skipif(not SESSIONS, reason=NOT_RECORDED)
 def test_the_band_rule_fails_a_session_the_permutation_verdict_cannot_decide(
     pytester: pytest.Pytester, example: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
