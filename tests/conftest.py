@@ -49,6 +49,28 @@ def ragdive_judges():
 #: the ini of every project under test
 PROJECT_INI = "[pytest]\naddopts = -p no:langsmith_plugin -p no:cacheprovider\n"
 
+#: a role's test module: one dialogue per document, written as ``<document>-<BOT_MODE>.json``
+ROLE_TEST = '''
+import os
+from pathlib import Path
+import pytest_ragdive as ragdive
+
+@ragdive.conversation(turns={turns}, runs=1, role="{role}", metrics={metrics!r})
+def test_bot(ragdive_dialogue):
+    mode = os.environ.get("BOT_MODE", "")
+    Path(f"{{ragdive_dialogue.document_id}}-{{mode}}.json").write_text(ragdive_dialogue.model_dump_json())
+'''
+
+
+def role_project(pytester: pytest.Pytester, conftest: str, turns: int, role: str,
+                 metrics: list[str]) -> pytest.Pytester:
+    """A project whose one test holds a ``turns``-turn dialogue in ``role`` per document."""
+    pytester.makeconftest(conftest)
+    pytester.makepyfile(test_bot=ROLE_TEST.format(turns=turns, role=role, metrics=metrics))
+    pytester.makeini(PROJECT_INI)
+    return pytester
+
+
 PROJECT_CONFTEST = '''
 import os
 import pytest

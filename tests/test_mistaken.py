@@ -6,7 +6,7 @@ import json
 import re
 
 import pytest
-from conftest import PROJECT_FIXTURES, PROJECT_INI
+from conftest import PROJECT_FIXTURES, role_project
 
 from pytest_ragdive.engine.models import Dialogue, GeneratedTurn
 from pytest_ragdive.engine.premises import changed_figure, false_premise, refuted
@@ -56,24 +56,11 @@ ragdive_document = ragdive.document_fixture([
 ])
 ''' % FERRY + PROJECT_FIXTURES
 
-TEST = '''
-import os
-from pathlib import Path
-import pytest_ragdive as ragdive
-
-@ragdive.conversation(turns=4, runs=1, role="mistaken", metrics=["correctness", "premise_corrected"])
-def test_bot(ragdive_dialogue):
-    mode = os.environ.get("BOT_MODE", "")
-    Path(f"{ragdive_dialogue.document_id}-{mode}.json").write_text(ragdive_dialogue.model_dump_json())
-'''
 
 
 @pytest.fixture
 def project(pytester: pytest.Pytester) -> pytest.Pytester:
-    pytester.makeconftest(CONFTEST)
-    pytester.makepyfile(test_bot=TEST)
-    pytester.makeini(PROJECT_INI)
-    return pytester
+    return role_project(pytester, CONFTEST, 4, "mistaken", ['correctness', 'premise_corrected'])
 
 
 def dialogue(project: pytest.Pytester, mode: str, monkeypatch: pytest.MonkeyPatch) -> Dialogue:

@@ -7,7 +7,7 @@ import json
 import re
 
 import pytest
-from conftest import PROJECT_FIXTURES, PROJECT_INI
+from conftest import PROJECT_FIXTURES, PROJECT_INI, ROLE_TEST, role_project
 
 from pytest_ragdive.engine.models import (
     Dialogue,
@@ -107,24 +107,11 @@ ragdive_document = ragdive.document_fixture(
     [ragdive.Document(id=k, text=v) for k, v in TEXTS.items()], group=2)
 ''' % (BIKES, FERRY, QUESTIONS) + PROJECT_FIXTURES
 
-TEST = '''
-import os
-from pathlib import Path
-import pytest_ragdive as ragdive
-
-@ragdive.conversation(turns=5, runs=1, role="switching", metrics=["correctness", "forgetfulness"])
-def test_bot(ragdive_dialogue):
-    mode = os.environ.get("BOT_MODE", "")
-    Path(f"{ragdive_dialogue.document_id}-{mode}.json").write_text(ragdive_dialogue.model_dump_json())
-'''
 
 
 @pytest.fixture
 def project(pytester: pytest.Pytester) -> pytest.Pytester:
-    pytester.makeconftest(CONFTEST)
-    pytester.makepyfile(test_bot=TEST)
-    pytester.makeini(PROJECT_INI)
-    return pytester
+    return role_project(pytester, CONFTEST, 5, "switching", ['correctness', 'forgetfulness'])
 
 
 def dialogue(project: pytest.Pytester, mode: str, monkeypatch: pytest.MonkeyPatch,
@@ -206,7 +193,8 @@ def test_the_role_on_one_document_is_an_error_naming_the_fix(
     (project.path / "one.txt").write_text("bikes ferry\nferry\n")
     project.makeconftest(CONFTEST.replace("group=2)", f"group={fixture})" if fixture else ")"))
     if ini:
-        project.makepyfile(test_bot=TEST.replace(', role="switching"', ""))
+        project.makepyfile(test_bot=ROLE_TEST.format(
+            turns=5, role="switching", metrics=["correctness"]).replace(', role="switching"', ""))
     project.makeini(PROJECT_INI + ini)
     result = project.runpytest("-m", "ragdive", "--ragdive-update")
     assert result.ret != 0

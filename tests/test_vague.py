@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from conftest import PROJECT_FIXTURES, PROJECT_INI
+from conftest import PROJECT_FIXTURES, role_project
 
 from pytest_ragdive.engine.facts import facts
 from pytest_ragdive.engine.models import Dialogue, Document, GeneratedTurn, RagAnswer, Turn
@@ -81,24 +81,11 @@ ragdive_document = ragdive.document_fixture([
 ])
 ''' % TOWN + PROJECT_FIXTURES
 
-TEST = '''
-import os
-from pathlib import Path
-import pytest_ragdive as ragdive
-
-@ragdive.conversation(turns=3, runs=1, role="vague", metrics=["correctness", "clarified"])
-def test_bot(ragdive_dialogue):
-    mode = os.environ.get("BOT_MODE", "")
-    Path(f"{ragdive_dialogue.document_id}-{mode}.json").write_text(ragdive_dialogue.model_dump_json())
-'''
 
 
 @pytest.fixture
 def project(pytester: pytest.Pytester) -> pytest.Pytester:
-    pytester.makeconftest(CONFTEST)
-    pytester.makepyfile(test_bot=TEST)
-    pytester.makeini(PROJECT_INI)
-    return pytester
+    return role_project(pytester, CONFTEST, 3, "vague", ['correctness', 'clarified'])
 
 
 def dialogue(project: pytest.Pytester, mode: str, monkeypatch: pytest.MonkeyPatch) -> Dialogue:
@@ -339,11 +326,10 @@ def test_in_a_group_a_vague_follow_up_takes_its_readings_from_the_one_document_i
 ) -> None:
     # the role vague on a group item: the readings are facts of the turn's own document, and
     # no turn is cross-document (the readings must be of one document)
-    pytester.makeconftest(CONFTEST.replace(
+    role_project(pytester, CONFTEST.replace(
         'text="Gamma is a quiet village by a slow river."),\n])',
-        'text="Gamma is a quiet village by a slow river."),\n], group=2)'))
-    pytester.makepyfile(test_bot=TEST.replace("turns=3", "turns=5"))
-    pytester.makeini(PROJECT_INI)
+        'text="Gamma is a quiet village by a slow river."),\n], group=2)'),
+        5, "vague", ["correctness", "clarified"])
     monkeypatch.setenv("BOT_MODE", "asks")
     result = pytester.runpytest("-m", "ragdive", "--ragdive-update", "-v")
     result.assert_outcomes(passed=1)
