@@ -5,7 +5,7 @@ import pytest
 import pytest_ragdive.plugin.aggregate  # noqa: F401
 import pytest_ragdive.plugin.gate  # noqa: F401
 import pytest_ragdive.plugin.report  # noqa: F401
-from pytest_ragdive import Document, Judges, RagAnswer, run_dialogue
+from pytest_ragdive import Dialogue, Document, Judges, RagAnswer, run_dialogue
 from pytest_ragdive.llm.scripted import scripted
 
 
@@ -69,6 +69,17 @@ def role_project(pytester: pytest.Pytester, conftest: str, turns: int, role: str
     pytester.makepyfile(test_bot=ROLE_TEST.format(turns=turns, role=role, metrics=metrics))
     pytester.makeini(PROJECT_INI)
     return pytester
+
+
+def role_dialogue(project: pytest.Pytester, document_id: str, mode: str,
+                  monkeypatch: pytest.MonkeyPatch, *args: str) -> Dialogue:
+    """The dialogue a :func:`role_project` holds about ``document_id`` with its bot in
+    ``mode`` (``BOT_MODE``), recorded as one baseline run with ``args`` on the command line."""
+    monkeypatch.setenv("BOT_MODE", mode)
+    result = project.runpytest("-m", "ragdive", "--ragdive-update", *args)
+    result.assert_outcomes(passed=1)
+    return Dialogue.model_validate_json(
+        (project.path / f"{document_id}-{mode}.json").read_text())
 
 
 PROJECT_CONFTEST = '''

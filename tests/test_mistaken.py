@@ -6,7 +6,7 @@ import json
 import re
 
 import pytest
-from conftest import PROJECT_FIXTURES, role_project
+from conftest import PROJECT_FIXTURES, role_dialogue, role_project
 
 from pytest_ragdive.engine.models import Dialogue, GeneratedTurn
 from pytest_ragdive.engine.premises import changed_figure, false_premise, refuted
@@ -63,15 +63,8 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
     return role_project(pytester, CONFTEST, 4, "mistaken", ['correctness', 'premise_corrected'])
 
 
-def dialogue(project: pytest.Pytester, mode: str, monkeypatch: pytest.MonkeyPatch) -> Dialogue:
-    monkeypatch.setenv("BOT_MODE", mode)
-    result = project.runpytest("-m", "ragdive", "--ragdive-update", "-k", "ferry")
-    result.assert_outcomes(passed=1)
-    return Dialogue.model_validate_json((project.path / f"ferry-{mode}.json").read_text())
-
-
 def test_follow_ups_state_a_premise_the_document_refutes(project, monkeypatch) -> None:
-    d = dialogue(project, "corrects", monkeypatch)
+    d = role_dialogue(project, "ferry", "corrects", monkeypatch, "-k", "ferry")
     first, *follow_ups = [t.generated for t in d.turns]
     assert first.premise == "" and "premise_corrected" not in d.turns[0].judgements
     sentences = re.split(r"(?<=[.])\s+", FERRY)
@@ -88,8 +81,8 @@ def test_follow_ups_state_a_premise_the_document_refutes(project, monkeypatch) -
 
 
 def test_a_bot_that_corrects_scores_above_one_that_goes_along(project, monkeypatch) -> None:
-    corrects = dialogue(project, "corrects", monkeypatch)
-    goes_along = dialogue(project, "goes along", monkeypatch)
+    corrects = role_dialogue(project, "ferry", "corrects", monkeypatch, "-k", "ferry")
+    goes_along = role_dialogue(project, "ferry", "goes along", monkeypatch, "-k", "ferry")
     assert corrects.scores["premise_corrected"] == 1.0
     assert goes_along.scores["premise_corrected"] == 0.0
     # the same conversation (same seed): only the bot differs; each premise turn was judged

@@ -7,7 +7,7 @@ import json
 import re
 
 import pytest
-from conftest import PROJECT_FIXTURES, PROJECT_INI, ROLE_TEST, role_project
+from conftest import PROJECT_FIXTURES, PROJECT_INI, ROLE_TEST, role_dialogue, role_project
 
 from pytest_ragdive.engine.models import (
     Dialogue,
@@ -114,14 +114,6 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
     return role_project(pytester, CONFTEST, 5, "switching", ['correctness', 'forgetfulness'])
 
 
-def dialogue(project: pytest.Pytester, mode: str, monkeypatch: pytest.MonkeyPatch,
-             *args: str) -> Dialogue:
-    monkeypatch.setenv("BOT_MODE", mode)
-    result = project.runpytest("-m", "ragdive", "--ragdive-update", *args)
-    result.assert_outcomes(passed=1)
-    return Dialogue.model_validate_json((project.path / f"bikes+ferry-{mode}.json").read_text())
-
-
 def returns(d: Dialogue) -> list[Turn]:
     return [t for t in d.turns if t.generated.topic_shift == "return"]
 
@@ -130,8 +122,8 @@ def returns(d: Dialogue) -> list[Turn]:
 def test_follow_ups_switch_to_the_other_document_and_return_without_naming_the_first(
     project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, xdist: list[str]
 ) -> None:
-    d = dialogue(project, "history", monkeypatch, "--ragdive-json=run.json",
-                 "--ragdive-report=report.html", *xdist)
+    d = role_dialogue(project, "bikes+ferry", "history", monkeypatch, "--ragdive-json=run.json",
+                      "--ragdive-report=report.html", *xdist)
     generated = [t.generated for t in d.turns]
     assert [g.topic_shift for g in generated] == ["", "switch", "return", "switch", "return"]
     assert [g.source for g in generated] == ["bikes", "ferry", "bikes", "ferry", "bikes"]
@@ -168,7 +160,8 @@ def test_follow_ups_switch_to_the_other_document_and_return_without_naming_the_f
 def test_a_bot_that_answers_from_the_last_topic_scores_worse_on_the_return_turns(
     project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    history, last = (dialogue(project, mode, monkeypatch) for mode in ("history", "last topic"))
+    history, last = (role_dialogue(project, "bikes+ferry", mode, monkeypatch)
+                     for mode in ("history", "last topic"))
     assert len(returns(last)) == 2
     for turn in returns(last):  # it answered about the ferry
         assert turn.answer.answer in FERRY and turn.generated.source == "bikes"

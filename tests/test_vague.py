@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from conftest import PROJECT_FIXTURES, role_project
+from conftest import PROJECT_FIXTURES, role_dialogue, role_project
 
 from pytest_ragdive.engine.facts import facts
 from pytest_ragdive.engine.models import Dialogue, Document, GeneratedTurn, RagAnswer, Turn
@@ -88,17 +88,10 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
     return role_project(pytester, CONFTEST, 3, "vague", ['correctness', 'clarified'])
 
 
-def dialogue(project: pytest.Pytester, mode: str, monkeypatch: pytest.MonkeyPatch) -> Dialogue:
-    monkeypatch.setenv("BOT_MODE", mode)
-    result = project.runpytest("-m", "ragdive", "--ragdive-update", "-k", "town")
-    result.assert_outcomes(passed=1)
-    return Dialogue.model_validate_json((project.path / f"town-{mode}.json").read_text())
-
-
 def test_follow_ups_ask_what_parallel_facts_answer_without_saying_which(
     project, monkeypatch
 ) -> None:
-    d = dialogue(project, "asks", monkeypatch)
+    d = role_dialogue(project, "town", "asks", monkeypatch, "-k", "town")
     first, *follow_ups = d.turns
     assert first.generated.readings == [] and "clarified" not in first.judgements
     # one follow-up about the bins, one about the tickets, each fact asked about first
@@ -127,7 +120,7 @@ def test_follow_ups_ask_what_parallel_facts_answer_without_saying_which(
 def test_a_bot_that_asks_or_answers_each_scores_above_one_that_picks_one(
     project, monkeypatch
 ) -> None:
-    asks, covers, picks = (dialogue(project, mode, monkeypatch)
+    asks, covers, picks = (role_dialogue(project, "town", mode, monkeypatch, "-k", "town")
                            for mode in ("asks", "covers", "picks"))
     assert asks.scores["clarified"] == covers.scores["clarified"] == 1.0
     assert picks.scores["clarified"] == 0.0
