@@ -136,6 +136,21 @@ def test_a_small_unconfirmed_drop_is_inconclusive() -> None:
     assert "6 documents" in verdict.reason
 
 
+def test_a_suspect_that_the_runs_clear_is_not_worse() -> None:
+    # one document's first run left its band, the runs of all three lean better
+    base = {"context_precision": {"a": [1.0, 1.0, 1.0], "b": [0.9, 0.8, 0.85],
+                                  "c": [0.7, 0.9, 0.8]}}
+    cand = {"context_precision": {"a": [0.94, 1.0, 1.0], "b": [1.0], "c": [1.0]}}
+    (cleared,) = decide(base, cand, suspects={"context_precision"})
+    assert cleared.delta > 0 and cleared.p > 0.5
+    assert cleared.verdict == "not worse"
+    assert not needs_confirmation([cleared])
+    # leaning worse, the same suspect stays inconclusive
+    lower = {"context_precision": {"a": [0.94, 0.9, 1.0], "b": [0.8], "c": [0.8]}}
+    (kept,) = decide(base, lower, suspects={"context_precision"})
+    assert kept.delta < 0 and kept.verdict == "inconclusive"
+
+
 def test_the_reason_names_uneven_runs() -> None:
     base = {"correctness": {"a": [0.8, 0.9], "b": [0.7, 0.8, 0.9]}}
     cand = {"correctness": {"a": [0.1], "b": [0.1]}}

@@ -153,10 +153,10 @@ def decide(baseline: Mapping[str, Scores], candidate: Mapping[str, Scores], *,
 
     "worse" when Holm's step-down over the metrics tested rejects at ``alpha``;
     "inconclusive" when the candidate looks worse and is not rejected; "not worse"
-    otherwise. A metric looks worse when it is among ``suspects`` (the plugin's: a first
-    run left its band on the worse side), or without ``suspects`` when its change is on
-    the worse side and either the design cannot reach the first Holm threshold or
-    p < 0.5. A metric without a shared document gets no verdict.
+    otherwise. A metric looks worse when its change over every run is on the worse side
+    and it is among ``suspects`` (the plugin's: a first run left its band on the worse
+    side), or without ``suspects`` when the design cannot reach the first Holm threshold
+    or p < 0.5. A metric without a shared document gets no verdict.
     """
     suspected = set(suspects) if suspects is not None else None
     tested: dict[str, tuple[list[tuple[np.ndarray, np.ndarray]], float, float, float]] = {}
@@ -180,8 +180,10 @@ def decide(baseline: Mapping[str, Scores], candidate: Mapping[str, Scores], *,
     verdicts = []
     for metric, (strata, p, delta, floor) in tested.items():
         leans = delta < 0 if METRICS[metric] else delta > 0
-        looks_worse = (metric in suspected if suspected is not None
-                       else leans and (floor > first or p < 0.5))
+        # one document's first run below its band is not a suspicion the runs keep when
+        # they lean the other way over every document (the accepted bot at seed 100)
+        looks_worse = leans and (metric in suspected if suspected is not None
+                                 else floor > first or p < 0.5)
         side = "lower" if delta < 0 else "higher"
         change = f"candidate {side} by {abs(delta):.3f} over {_count([len(strata)], 'document')}"
         verdict: Verdict
