@@ -292,8 +292,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="a section to run (repeatable; default: all)")
     parser.add_argument("--cache-dir", help="reuse recorded answers (default: a new temp folder)")
     parser.add_argument("--json", help="also write the rows to this file")
+    parser.add_argument("--timeout", type=float, default=600.0,
+                        help="seconds a model call may take (default: %(default)s; a loaded "
+                             "machine needs more)")
     args = parser.parse_args(argv)
-    client = LLMClient(ResponseCache(Path(args.cache_dir or tempfile.mkdtemp()), "new"))
+    client = LLMClient(ResponseCache(Path(args.cache_dir or tempfile.mkdtemp()), "new"),
+                       timeout=args.timeout)
     runs = {"correctness": correctness, "multi_turn": multi_turn, "ragas": ragas_metrics,
             "validator": validator_checks, "premise": premise, "clarified": clarified}
     print(f"model {args.model}")
