@@ -37,6 +37,9 @@ TRAM = ["Which tram line circles the old town?",
 @pytest.mark.parametrize(("standalone", "message"), [
     # a name's number and label are one phrase with it
     ("What does Line 2 (green) do at night?", "What does it do at night?"),
+    # and so is a number after a name written in lower case (was "What is it 3?")
+    ("What is line 3?", "What is it?"),
+    ("When does line 3 run at night?", "When does it run at night?"),
     # a verb before its object is not a phrase
     ("Who owns the tram timetable?", "Who owns it?"),
     # a word before "do" is not a question's last verb

@@ -137,6 +137,8 @@ def put_pronoun(text: str, rank: Callable[[list[str], int, int], tuple[int, ...]
     _, begin, end = best
     if begin > 0 and tokens[begin - 1].lower() in DETERMINERS:
         begin -= 1
+    while end < len(tokens) and tokens[end][:1].isdigit():  # its number: "line 3" is a name
+        end += 1
     said = replace(tokens, begin, end) if replace else None
     rest = [*tokens[:begin], said or _pronoun(tokens, begin, end), *tokens[end:]]
     joined = re.sub(r"\s+([?.!,;:])", r"\1", " ".join(rest))
