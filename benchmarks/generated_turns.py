@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest_ragdive as ragdive
@@ -62,7 +63,8 @@ def main(argv: list[str] | None = None) -> int:
             max_regenerations=4, seed=seed))
     ]
     n_follow_ups = leaning = depends = repeated = 0
-    keys = supported = unchecked = attempts = crossing = both = 0
+    keys = supported = unchecked = attempts = crossing = both = named = 0
+    categories: Counter[str] = Counter()
     for dialogue in dialogues:
         for what in ("dialogue", "generation"):
             if dialogue.errors.get(what):
@@ -76,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
             supported += sources.evidence_check(turn.generated, group) is None
             crossing += turn.generated.question_type == "cross_document"
             attempts += 1 + len(turn.rejections)
+            categories.update(c for r in turn.rejections for c in r.verdict.categories)
             if earlier:
                 n_follow_ups += 1
                 said = follow_ups.said_before(earlier)
@@ -85,18 +88,24 @@ def main(argv: list[str] | None = None) -> int:
                 repeated += checks.repeated_question(
                     turn.generated, [t.generated for t in earlier]) is not None
                 unchecked += not turn.validated
+                named += len(group.documents) == 1 and checks.unnamed_subject(
+                    turn.generated.standalone_question, group.documents[0].text) is None
     print(f"{len(dialogues)} dialogues, {keys} turns, {attempts} generator attempts")
     print(f"follow-up turns passing the exact check (a question, leaning back): "
           f"{leaning} of {n_follow_ups}")
     print(f"follow-up turns whose message leaves out something its stand-alone question names "
           f"and the conversation said: {depends} of {n_follow_ups}")
     print(f"follow-up turns asking again: {repeated} of {n_follow_ups}")
+    if not args.group:
+        print(f"follow-up turns whose stand-alone question names its document's subject: "
+              f"{named} of {n_follow_ups}")
     print(f"answer keys matching a quoted sentence of their document with every figure: "
           f"{supported} of {keys}")
     print(f"follow-up turns used without the validator model's approval: {unchecked}")
     rejected = attempts - keys
     print(f"validator rejection rate: {rejected} of {attempts} attempts "
-          f"({rejected / max(attempts, 1):.0%})")
+          f"({rejected / max(attempts, 1):.0%}); by category: "
+          f"{', '.join(f'{c} {n}' for c, n in categories.most_common()) or 'none'}")
     if args.group:
         print(f"turns that use two documents (cross_document): {crossing} of {keys} "
               f"({crossing / max(keys, 1):.0%}); dialogues that asked about every document "

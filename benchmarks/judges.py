@@ -40,6 +40,8 @@ from pytest_ragdive.llm.model import Model
 EMBEDDED = "embedded/qwen2.5-coder-1.5b"
 MULTI_TURN = ("forgetfulness", "context_retention")
 SECTIONS = ("correctness", "multi_turn", "ragas", "validator", "premise", "clarified")
+#: the cases' documents, whose headings say what a turn asks about (evaluator.subject_of)
+SOURCES = documents(HERE / "documents", HERE / "heldout" / "documents")
 
 
 async def answers(client: LLMClient, model: str, metric: str,
@@ -49,8 +51,9 @@ async def answers(client: LLMClient, model: str, metric: str,
     start, out = time.perf_counter(), []
     for case in cases:
         turn, earlier = turns_of(case)
+        subject = SOURCES[case["document"]].subject if case.get("document") in SOURCES else None
         out.append([await client.yes_probability(model, [{"role": "user", "content": prompt}])
-                    for prompt in judge_prompts(metric, turn, earlier)])
+                    for prompt in judge_prompts(metric, turn, earlier, subject)])
     return out, time.perf_counter() - start
 
 

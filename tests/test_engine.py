@@ -380,3 +380,35 @@ def test_missing_recording_in_replay_mode_names_model_and_prompt(tmp_path: Path)
     error = dialogue.errors["dialogue"]
     assert "no recorded response for model 'fake/replay'" in error
     assert "You play a user" in error and "--ragdive-record-mode=new" in error
+
+
+def test_forgetfulness_is_told_what_the_document_is_about(tmp_path: Path) -> None:
+    # a stand-alone question may say "the ferry" where the kb has two: the judge reads the
+    # heading of the turn's document, and a reply about the other ferry then does not
+    # answer what the user meant
+    ferry = ragdive.Document(id="ferry", text="# Brenmouth Harbour Ferry\n\n" + DOC.text)
+    asked: list[str] = []
+
+    def yes(messages: list[dict]) -> float:
+        prompt = messages[-1]["content"]
+        if "Question:" in prompt:
+            asked.append(prompt)
+            told = prompt.startswith("The user asks about: Brenmouth Harbour Ferry\n")
+            return 0.2 if told and "Reply: It is 120 m." in prompt else 0.9
+        return 0.9
+
+    dialogue = ragdive.run_dialogue(
+        ferry, Bot(), judges=ragdive.Judges(scripted({"YesNo": yes})),
+        cache_dir=tmp_path / "cache", turns=2, metrics=["forgetfulness"])
+    assert len(asked) == 2  # about the reply and about the answer key, both told
+    assert dialogue.scores["forgetfulness"] == 1.0
+    # a document without a heading: no subject line, the judge reads the question alone
+    plain = run(scripted({"YesNo": yes}), Bot(), tmp_path / "plain", turns=2,
+                metrics=["forgetfulness"])
+    assert plain.scores["forgetfulness"] == 0.0 and asked[-1].startswith("Question:")
+
+
+def test_a_documents_subject_is_its_first_heading() -> None:
+    assert ragdive.Document(id="d", text="Intro.\n## Alder Tower (Oslo) \n# Other").subject == \
+        "Alder Tower (Oslo)"
+    assert DOC.subject is None

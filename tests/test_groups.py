@@ -314,3 +314,16 @@ def test_a_group_has_prompts_of_its_own_and_one_documents_bands_stay_fresh() -> 
     one = prompts_digest(produced["role"], tuple(produced["metrics"]))
     assert one == produced["prompts"]  # recorded before groups existed
     assert prompts_digest(produced["role"], tuple(produced["metrics"]), True) != one
+
+
+def test_a_turn_of_a_group_is_about_the_documents_its_evidence_is_from() -> None:
+    from pytest_ragdive.engine.evaluator import subject_of
+
+    pair = DocumentGroup(documents=[
+        Document(id="bike", text="# Brenmouth Bike-Share\n\nText."),
+        Document(id="ferry", text="# Brenmouth Harbour Ferry\n\nText.")])
+    asked = turn("bike+ferry", "A.\nB.", "A and B.", "cross_document")
+    assert subject_of(asked, pair) == "Brenmouth Bike-Share and Brenmouth Harbour Ferry"
+    one = asked.model_copy(update={"generated": asked.generated.model_copy(
+        update={"source": "ferry"})})
+    assert subject_of(one, pair) == "Brenmouth Harbour Ferry"

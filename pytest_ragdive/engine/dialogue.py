@@ -138,7 +138,7 @@ async def _converse(
             Message(role="assistant", content=answer.answer),
         ]
     report(group.id, turns, "evaluate")
-    await evaluate(dialogue, client, judges.models["evaluator"], metrics)
+    await evaluate(dialogue, client, judges.models["evaluator"], metrics, group)
 
 
 async def arun_dialogues(

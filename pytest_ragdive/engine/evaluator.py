@@ -21,7 +21,7 @@ from ..llm.client import LLMClient
 from ..llm.errors import ModelError, ReplyError
 from ..llm.model import Model
 from .metrics import MULTI_TURN_METRICS, ROLE_METRICS, ROLE_TURNS
-from .models import Dialogue, Judgement, Turn
+from .models import Dialogue, DocumentGroup, Judgement, Turn
 from .premises import changed_figure
 from .ragas_metrics import RAGAS_METRICS, RagasMetrics
 from .readings import answers_each
@@ -60,7 +60,10 @@ JUDGES: dict[str, BinaryJudge] = {
         True, 0.66,
     ),
     # what the reply is about: the generator's stand-alone question names the referent and
-    # the constraints the conversation established, so the judge needs it and the reply.
+    # the constraints the conversation established, so the judge needs it and the reply,
+    # and what the document is about (its heading, subject_of): a small generator writes
+    # "Who operates the ferry?" where the kb has two, and then only the heading tells a
+    # reply about the other ferry from a right one.
     # Asked of the reply and of the answer key: the model is less sure for some questions
     # than for others, so a reply is read against what the right answer gets (the
     # negation, used before, flattened every turn of the example to P(yes) 0.48-0.63)
@@ -117,9 +120,11 @@ NO_TURN = {
 
 
 async def evaluate(
-    dialogue: Dialogue, client: LLMClient, model: Model, metrics: Sequence[str]
+    dialogue: Dialogue, client: LLMClient, model: Model, metrics: Sequence[str],
+    group: DocumentGroup | None = None,
 ) -> None:
-    """Score every turn of ``dialogue`` for ``metrics`` concurrently; fill its scores.
+    """Score every turn of ``dialogue`` (about ``group``) for ``metrics`` concurrently;
+    fill its scores.
 
     A turn that cannot be scored keeps a judgement with no score and the reason, and
     its metric goes into ``dialogue.errors`` instead of ``scores``: a mean over the
@@ -137,7 +142,8 @@ async def evaluate(
                     jobs.append((turn, metric, _judge_job(client, model, metric, turn, earlier)))
             elif metric in MULTI_TURN_METRICS:
                 if earlier:
-                    jobs.append((turn, metric, _judge_job(client, model, metric, turn, earlier)))
+                    jobs.append((turn, metric, _judge_job(client, model, metric, turn, earlier,
+                                                          subject_of(turn, group))))
             elif metric == "correctness":
                 jobs.append((turn, metric, _judge_job(client, model, metric, turn, earlier)))
             else:
@@ -202,8 +208,19 @@ def _hard_cause(exc: BaseException | None) -> BaseException | None:
     return None
 
 
+def subject_of(turn: Turn, group: DocumentGroup | None) -> str | None:
+    """What ``turn`` asks about, as the headings of the documents its evidence is from name
+    it (the dialogue's one document, or those of its ``source`` in a group)."""
+    if group is None:
+        return None
+    named = [group.get(s) for s in turn.generated.source.split("+") if s]
+    headings = [d.subject for d in (named if any(named) else group.documents[:1]) if d]
+    return " and ".join(h for h in headings if h) or None
+
+
 def _judge_job(
-    client: LLMClient, model: Model, metric: str, turn: Turn, earlier: list[Turn]
+    client: LLMClient, model: Model, metric: str, turn: Turn, earlier: list[Turn],
+    subject: str | None = None,
 ) -> Callable[[], Awaitable[Judgement]]:
     judge = JUDGES[metric]
 
@@ -213,7 +230,7 @@ def _judge_job(
             return Judgement(score=float(judge.yes_scores_one), reason=reason)
         answers = await asyncio.gather(*(
             client.yes_probability(model, [{"role": "user", "content": prompt}])
-            for prompt in judge_prompts(metric, turn, earlier)
+            for prompt in judge_prompts(metric, turn, earlier, subject)
         ))
         p_yes = combine(metric, answers)
         yes = p_yes >= judge.threshold
@@ -238,9 +255,12 @@ def combine(metric: str, answers: Sequence[float]) -> float:
     return (answers[0] + 1 - answers[1]) / 2 if judge.negation else answers[0]
 
 
-def judge_prompts(metric: str, turn: Turn, earlier: list[Turn]) -> list[str]:
+def judge_prompts(metric: str, turn: Turn, earlier: list[Turn],
+                  subject: str | None = None) -> list[str]:
     """The question of a binary judge about ``turn``, and its second call if it has one:
-    the negation, or the question about the answer key in place of the reply."""
+    the negation, or the question about the answer key in place of the reply.
+    ``subject`` (:func:`subject_of`) is what the turn asks about, for the judges that show
+    it."""
     wrong, right = changed_figure(turn.generated.premise, turn.generated.evidence)
     context: dict[str, Any] = {
         "question": turn.generated.standalone_question,
@@ -253,6 +273,7 @@ def judge_prompts(metric: str, turn: Turn, earlier: list[Turn]) -> list[str]:
         "wrong": wrong,
         "right": right,
         "readings": turn.generated.readings,
+        "subject": subject,
     }
     judge = JUDGES[metric]
     ask = judge.question.format(wrong=wrong, right=right)

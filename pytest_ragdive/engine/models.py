@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from typing import Literal
 
@@ -27,6 +28,8 @@ RejectionCategory = Literal[
     "document_mentioned",
 ]
 
+_HEADING = re.compile(r"^[ \t]*#+[ \t]*(\S.*?)[ \t]*$", re.MULTILINE)
+
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -37,6 +40,13 @@ class Document(_Model):
     id: str
     text: str
     metadata: dict[str, object] = Field(default_factory=dict)
+
+    @property
+    def subject(self) -> str | None:
+        """What the document is about, as its first markdown heading names it; None
+        without one."""
+        match = _HEADING.search(self.text)
+        return match.group(1) if match else None
 
 
 class DocumentGroup(_Model):
