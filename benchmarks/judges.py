@@ -39,19 +39,23 @@ from pytest_ragdive.llm.model import Model
 
 EMBEDDED = "embedded/qwen2.5-coder-1.5b"
 MULTI_TURN = ("forgetfulness", "context_retention")
-SECTIONS = ("correctness", "multi_turn", "ragas", "validator", "premise", "clarified")
+SECTIONS = ("correctness", "multi_turn", "subject", "ragas", "validator", "premise",
+            "clarified")
 #: the cases' documents, whose headings say what a turn asks about (evaluator.subject_of)
-SOURCES = documents(HERE / "documents", HERE / "heldout" / "documents")
+SOURCES = documents(HERE / "documents", HERE / "heldout" / "documents",
+                    HERE / "subject" / "documents")
 
 
-async def answers(client: LLMClient, model: str, metric: str,
-                  cases: list[dict[str, Any]]) -> tuple[list[list[float]], float]:
+async def answers(client: LLMClient, model: str, metric: str, cases: list[dict[str, Any]],
+                  told: bool = True) -> tuple[list[list[float]], float]:
     """P(yes) of each of the judge's questions (the question, and its negation if it has
-    one) per case, and the seconds they took."""
+    one) per case, and the seconds they took; ``told``: the judge is told what the case's
+    document is about (its heading), as the package tells it."""
     start, out = time.perf_counter(), []
     for case in cases:
         turn, earlier = turns_of(case)
-        subject = SOURCES[case["document"]].subject if case.get("document") in SOURCES else None
+        source = SOURCES.get(case.get("document", "")) if told else None
+        subject = source.subject if source else None
         out.append([await client.yes_probability(model, [{"role": "user", "content": prompt}])
                     for prompt in judge_prompts(metric, turn, earlier, subject)])
     return out, time.perf_counter() - start
@@ -135,6 +139,23 @@ async def multi_turn(client: LLMClient, model: str) -> list[dict[str, Any]]:
           "|---|---|---|---|---|---|---|")
     for name, cases, index in (("development", dev, 0), ("held-out", heldout, 1)):
         rows.append(agreement(name, cases, {m: got[m][index] for m in MULTI_TURN}))
+    return rows
+
+
+async def subject(client: LLMClient, model: str) -> list[dict[str, Any]]:
+    """forgetfulness where the stand-alone question does not say which of two similar
+    services it means ("Who operates the line?") and the reply answers about the other one:
+    told the document's heading, as the package asks it, and not told."""
+    cases = load(HERE / "subject" / "forgetfulness.jsonl")
+    labels = [int(c["forgetfulness"]) for c in cases]
+    rows = []
+    for told in (True, False):
+        got, seconds = await answers(client, model, "forgetfulness", cases, told)
+        p_yes = [combine("forgetfulness", a) for a in got]
+        rows.append(row(f"forgetfulness at {JUDGES['forgetfulness'].threshold}, "
+                        f"{'told' if told else 'not told'} the document's subject",
+                        verdicts("forgetfulness", p_yes), labels,
+                        [score_one("forgetfulness", p) for p in p_yes], seconds))
     return rows
 
 
@@ -301,7 +322,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     client = LLMClient(ResponseCache(Path(args.cache_dir or tempfile.mkdtemp()), "new"),
                        timeout=args.timeout)
-    runs = {"correctness": correctness, "multi_turn": multi_turn, "ragas": ragas_metrics,
+    runs = {"correctness": correctness, "multi_turn": multi_turn, "subject": subject,
+            "ragas": ragas_metrics,
             "validator": validator_checks, "premise": premise, "clarified": clarified}
     print(f"model {args.model}")
 
