@@ -35,7 +35,7 @@ VARIANTS: dict[str, tuple[dict[str, str], tuple[int, ...]]] = {
     # against the nine-document kb (2026-12-02); those of the six-document one are in git at
     # fa0ed79 (benchmarks/README.md, "The gate on the example")
     "accepted": ({}, (100, 110)),
-    "history none": ({"RAGBOT_HISTORY": "none"}, (100,)),
+    "history none": ({"RAGBOT_HISTORY": "none"}, (100, 110)),
     "history first": ({"RAGBOT_HISTORY": "first"}, ()),
     "top_k 1": ({"RAGBOT_TOP_K": "1"}, ()),
 }

@@ -24,6 +24,7 @@ SESSIONS = [
     ({}, 100, "passed", None),
     ({}, 110, "inconclusive", "faithfulness"),
     ({"RAGBOT_HISTORY": "none"}, 100, "inconclusive", "faithfulness"),
+    ({"RAGBOT_HISTORY": "none"}, 110, "inconclusive", "forgetfulness"),
 ]
 
 
