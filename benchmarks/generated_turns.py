@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
             max_regenerations=4, seed=seed))
     ]
     n_follow_ups = leaning = depends = repeated = 0
-    keys = supported = unchecked = attempts = crossing = both = named = 0
+    keys = supported = unchecked = attempts = crossing = both = 0
     categories: Counter[str] = Counter()
     for dialogue in dialogues:
         for what in ("dialogue", "generation"):
@@ -88,17 +88,12 @@ def main(argv: list[str] | None = None) -> int:
                 repeated += checks.repeated_question(
                     turn.generated, [t.generated for t in earlier]) is not None
                 unchecked += not turn.validated
-                named += len(group.documents) == 1 and checks.unnamed_subject(
-                    turn.generated.standalone_question, group.documents[0].text) is None
     print(f"{len(dialogues)} dialogues, {keys} turns, {attempts} generator attempts")
     print(f"follow-up turns passing the exact check (a question, leaning back): "
           f"{leaning} of {n_follow_ups}")
     print(f"follow-up turns whose message leaves out something its stand-alone question names "
           f"and the conversation said: {depends} of {n_follow_ups}")
     print(f"follow-up turns asking again: {repeated} of {n_follow_ups}")
-    if not args.group:
-        print(f"follow-up turns whose stand-alone question names its document's subject: "
-              f"{named} of {n_follow_ups}")
     print(f"answer keys matching a quoted sentence of their document with every figure: "
           f"{supported} of {keys}")
     print(f"follow-up turns used without the validator model's approval: {unchecked}")
