@@ -213,9 +213,8 @@ def subject_of(turn: Turn, group: DocumentGroup | None) -> str | None:
     it (the dialogue's one document, or those of its ``source`` in a group)."""
     if group is None:
         return None
-    named = [group.get(s) for s in turn.generated.source.split("+") if s]
-    headings = [d.subject for d in (named if any(named) else group.documents[:1]) if d]
-    return " and ".join(h for h in headings if h) or None
+    named = [d for s in turn.generated.source.split("+") if (d := group.get(s))]
+    return " and ".join(d.subject for d in named or group.documents[:1] if d.subject) or None
 
 
 def _judge_job(

@@ -30,6 +30,7 @@ RejectionCategory = Literal[
 
 _HEADING = re.compile(r"^[ \t]*#+[ \t]*(\S.*?)[ \t]*$", re.MULTILINE)
 
+
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
