@@ -43,11 +43,15 @@ class Document(_Model):
     metadata: dict[str, object] = Field(default_factory=dict)
 
     @property
+    def headings(self) -> list[str]:
+        """The text of every markdown heading, in order."""
+        return _HEADING.findall(self.text)
+
+    @property
     def subject(self) -> str | None:
         """What the document is about, as its first markdown heading names it; None
         without one."""
-        match = _HEADING.search(self.text)
-        return match.group(1) if match else None
+        return next(iter(self.headings), None)
 
 
 class DocumentGroup(_Model):

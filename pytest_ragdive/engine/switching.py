@@ -72,9 +72,7 @@ def subject_words(document: Document) -> tuple[set[str], set[str]]:
              if w.removesuffix("s") not in _CALENDAR}
     counts = Counter(w for fact in every for w in set(_keys(fact)))
     frequent = {w for w, n in counts.items() if n > len(every) / 3}
-    headings = " ".join(line.lstrip("# ") for line in document.text.splitlines()
-                        if line.lstrip().startswith("#"))
-    return frequent | set(_keys(headings)), names
+    return frequent | set(_keys(" ".join(document.headings))), names
 
 
 def distinguishing(document: Document, group: DocumentGroup) -> set[str]:
