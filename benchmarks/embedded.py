@@ -99,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
         wall = time.perf_counter() - start
         same = compare(Path(cache), EXAMPLE / ".ragdive" / "cache")
     calls = runtime.call_log()
-    dialogues = len(list(EXAMPLE.glob("kb/[bht]*.md")))
+    dialogues = len(list(EXAMPLE.glob("__ragdive__/test_cityguide/test_cityguide_bot[[]*].json")))
     sampling = runtime._sampling
     print(f"\n{table(calls, dialogues)}")
     print(f"\nwall {wall / 60:.1f} min for the suite (+{load:.0f} s model load), pytest exit "

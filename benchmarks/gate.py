@@ -28,16 +28,19 @@ EXAMPLE = Path(__file__).resolve().parents[1] / "example_project"
 #: every variant's sessions share one response cache: at one seed, their first turns are the
 #: same requests
 CACHE = ".ragdive/unseen"
-#: variant -> (environment of the bot, the seeds recorded in CACHE; a check at seed N also
-#: holds N+1, N+2, ... where it drew confirmation runs or held a run again, so recorded seeds
-#: are 10 apart)
-VARIANTS: dict[str, tuple[dict[str, str], tuple[int, ...]]] = {
-    # against the nine-document kb (2026-12-02); those of the six-document one are in git at
-    # fa0ed79 (benchmarks/README.md, "The gate on the example")
-    "accepted": ({}, (100, 110)),
-    "history none": ({"RAGBOT_HISTORY": "none"}, (100, 110)),
-    "history first": ({"RAGBOT_HISTORY": "first"}, ()),
-    "top_k 1": ({"RAGBOT_TOP_K": "1"}, ()),
+#: the three documents the suite talked about before it grew to six (2026-12-02): their
+#: checks replay with ``-k`` selecting them
+FIRST_THREE = "bike-share or harbour-ferry or tram-network"
+#: variant -> (environment of the bot, {documents selected (None: all): the seeds recorded in
+#: CACHE}); a check at seed N also holds N+1, N+2, ... where it drew confirmation runs or held
+#: a run again, so recorded seeds are 10 apart
+VARIANTS: dict[str, tuple[dict[str, str], dict[str | None, tuple[int, ...]]]] = {
+    # the six-document suite (2026-12-02); the three-document one's checks, the first three
+    # documents of it; the six-document kb's are in git at fa0ed79 (benchmarks/README.md)
+    "accepted": ({}, {None: (), FIRST_THREE: (100, 110)}),
+    "history none": ({"RAGBOT_HISTORY": "none"}, {None: (100,), FIRST_THREE: (100, 110)}),
+    "history first": ({"RAGBOT_HISTORY": "first"}, {None: ()}),
+    "top_k 1": ({"RAGBOT_TOP_K": "1"}, {None: ()}),
 }
 
 
@@ -45,6 +48,7 @@ VARIANTS: dict[str, tuple[dict[str, str], tuple[int, ...]]] = {
 class Session:
     variant: str
     seed: int
+    select: str | None
     rule: str
     exit_code: int
     worse: tuple[str, ...]  # the metrics that failed the session
@@ -53,14 +57,15 @@ class Session:
     recorded: bool
 
 
-def replay(variant: str, seed: int, rule: str) -> Session:
+def replay(variant: str, seed: int, select: str | None, rule: str) -> Session:
     env, _ = VARIANTS[variant]
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "run.json"
         done = subprocess.run(
             [sys.executable, "-m", "pytest", "-m", "ragdive", "-p", "no:xdist",
              "--ragdive-record-mode=none", f"--ragdive-cache-dir={CACHE}",
-             f"--ragdive-seed={seed}", f"--ragdive-verdict={rule}", f"--ragdive-json={out}"],
+             f"--ragdive-seed={seed}", f"--ragdive-verdict={rule}", f"--ragdive-json={out}",
+             *(("-k", select) if select else ())],
             cwd=EXAMPLE, env={**os.environ, **env}, capture_output=True, text=True, check=False)
         record = json.loads(out.read_text()) if out.exists() else {"tests": []}
     recorded = "no recorded response" not in done.stdout
@@ -74,7 +79,7 @@ def replay(variant: str, seed: int, rule: str) -> Session:
             worse |= {m["name"] for i in test["items"] for m in i["metrics"]
                       if m["verdict"] == "worse"}
         runs += [i["runs"] for i in test["items"]]
-    return Session(variant, seed, rule, done.returncode, tuple(sorted(worse)), status,
+    return Session(variant, seed, select, rule, done.returncode, tuple(sorted(worse)), status,
                    sum(runs) / len(runs) if runs else 0.0, recorded)
 
 
@@ -88,12 +93,14 @@ def wilson(hits: int, n: int, z: float = 1.959964) -> tuple[float, float]:
 
 
 def table(sessions: list[Session]) -> str:
-    lines = ["| variant | rule | sessions that fail [95% CI] | through | inconclusive | "
-             "candidate runs per document | seeds |", "|---|---|---|---|---|---|---|"]
-    keys = sorted({(s.variant, s.rule) for s in sessions},
-                  key=lambda k: (list(VARIANTS).index(k[0]), k[1]))
-    for variant, rule in keys:
-        mine = [s for s in sessions if (s.variant, s.rule) == (variant, rule) and s.recorded]
+    lines = ["| variant | documents | rule | sessions that fail [95% CI] | through | "
+             "inconclusive | candidate runs per document | seeds |",
+             "|---|---|---|---|---|---|---|---|"]
+    keys = sorted({(s.variant, s.select or "", s.rule) for s in sessions},
+                  key=lambda k: (list(VARIANTS).index(k[0]), k[1], k[2]))
+    for variant, select, rule in keys:
+        mine = [s for s in sessions
+                if (s.variant, s.select or "", s.rule) == (variant, select, rule) and s.recorded]
         failed = [s for s in mine if s.exit_code != 0]
         lo, hi = wilson(len(failed), len(mine))
         through: dict[str, int] = {}
@@ -104,8 +111,8 @@ def table(sessions: list[Session]) -> str:
         inconclusive = sum(s.status == "inconclusive" for s in mine)
         runs = sum(s.runs for s in mine) / len(mine) if mine else 0.0
         lines.append(
-            f"| {variant} | {rule} | {len(failed)} of {len(mine)} [{100 * lo:.0f}%, "
-            f"{100 * hi:.0f}%] | {named or '-'} | "
+            f"| {variant} | {select or 'all'} | {rule} | {len(failed)} of {len(mine)} "
+            f"[{100 * lo:.0f}%, {100 * hi:.0f}%] | {named or '-'} | "
             f"{inconclusive if rule == 'permutation' else '-'} | {runs:.2f} | "
             f"{', '.join(str(s.seed) + ('✗' if s.exit_code else '') for s in mine)} |")
     missing = [f"{s.variant} {s.seed}" for s in sessions if not s.recorded]
@@ -123,12 +130,12 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     sessions = []
     for variant in args.variants:
-        for seed in VARIANTS[variant][1]:
-            for rule in args.rules:
-                session = replay(variant, seed, rule)
+        for select, seeds in VARIANTS[variant][1].items():
+            for seed, rule in ((seed, rule) for seed in seeds for rule in args.rules):
+                session = replay(variant, seed, select, rule)
                 sessions.append(session)
                 note = "" if session.recorded else " (not recorded)"
-                print(f"{variant} seed {seed} {rule}: exit {session.exit_code} "
+                print(f"{variant} seed {seed} {select or 'all'} {rule}: exit {session.exit_code} "
                       f"{'/'.join(session.worse)}{note}", file=sys.stderr, flush=True)
     if not sessions:
         print("no committed session to replay: VARIANTS lists no recorded seed")

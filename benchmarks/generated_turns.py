@@ -43,7 +43,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--cache", default=".ragdive/cache", help="relative to example_project")
     parser.add_argument("--seeds", default="0,1,2")
-    parser.add_argument("--documents", default="[bht]*.md", help="a glob in example_project/kb")
+    parser.add_argument("--documents", default="",
+                        help="a glob in example_project/kb (default: the documents the example "
+                             "suite talks about, those with a band file)")
     parser.add_argument("--group", default="", help="documents per dialogue, or a groups file")
     parser.add_argument("--turns", type=int, default=3)
     parser.add_argument("--record-mode", default="none", choices=("none", "new"))
@@ -52,7 +54,10 @@ def main(argv: list[str] | None = None) -> int:
     from ragbot import RagBot
 
     client = LLMClient(ResponseCache(EXAMPLE / args.cache, args.record_mode))
-    docs = ragdive.load_documents(str(EXAMPLE / "kb" / args.documents))
+    docs = ragdive.load_documents(str(EXAMPLE / "kb" / (args.documents or "*.md")))
+    if not args.documents:
+        bands = EXAMPLE / "__ragdive__" / "test_cityguide"
+        docs = [d for d in docs if (bands / f"test_cityguide_bot[{d.id}].json").is_file()]
     items = [DocumentGroup.of(d) for d in docs] if not args.group else group_documents(
         docs, args.group, root=EXAMPLE)
     dialogues = [

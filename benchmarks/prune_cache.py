@@ -40,18 +40,21 @@ def main(argv: list[str] | None = None) -> int:
         return reply
 
     ResponseCache.load = noting  # type: ignore[method-assign]
-    sessions = [({}, ".ragdive/cache", 0, "update"), ({}, ".ragdive/cache", 0, "permutation")]
-    sessions += [(env, CACHE, seed, rule) for env, seeds in VARIANTS.values() for seed in seeds
+    sessions: list[tuple[dict[str, str], str, int, str | None, str]] = [
+        ({}, ".ragdive/cache", 0, None, "update"), ({}, ".ragdive/cache", 0, None, "permutation")]
+    sessions += [(env, CACHE, seed, select, rule) for env, selected in VARIANTS.values()
+                 for select, seeds in selected.items() for seed in seeds
                  for rule in ("permutation", "band")]
     os.chdir(EXAMPLE)
-    for env, cache, seed, rule in sessions:
+    for env, cache, seed, select, rule in sessions:
         saved = {k: os.environ.get(k) for k in env}
         os.environ.update(env)
         try:
             rule_args = (["--ragdive-update"] if rule == "update"
                          else [f"--ragdive-verdict={rule}"])
             pytest.main(["-m", "ragdive", "-q", "-p", "no:xdist", "--ragdive-record-mode=none",
-                         f"--ragdive-cache-dir={cache}", f"--ragdive-seed={seed}", *rule_args])
+                         f"--ragdive-cache-dir={cache}", f"--ragdive-seed={seed}", *rule_args,
+                         *(["-k", select] if select else [])])
         finally:
             for k, v in saved.items():
                 os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)

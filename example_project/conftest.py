@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from ragbot import RagBot
 
@@ -22,7 +24,13 @@ def ragdive_judges() -> ragdive.Judges:
     return ragdive.Judges("embedded/qwen2.5-coder-1.5b")
 
 
-# The knowledge base has nine documents, all of them retrievable by the bot; the suite talks
-# about three of them so that a live run on two CPU cores takes about 8 minutes. Use
-# "kb/*.md" to converse about every document.
-ragdive_document = ragdive.document_fixture("kb/[bht]*.md")
+# The knowledge base has nine documents, all of them retrievable by the bot. The suite talks
+# about its six transport services, three pairs of look-alikes (two ferries, tram and buses,
+# bikes and cars), where a follow-up like "who runs it?" needs the conversation: six documents
+# are what lets the verdict tell a broken bot from chance (benchmarks/README.md, the gate).
+# Use "kb/*.md" to converse about every document.
+TRANSPORT = {"bike-share", "car-club", "harbour-ferry", "regional-buses", "river-ferry",
+             "tram-network"}
+ragdive_document = ragdive.document_fixture(
+    [doc for doc in ragdive.load_documents("kb", root=Path(__file__).parent)
+     if doc.id in TRANSPORT])
