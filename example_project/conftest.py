@@ -26,9 +26,9 @@ def ragdive_judges() -> ragdive.Judges:
 
 # The knowledge base has nine documents, all of them retrievable by the bot. The suite talks
 # about its six transport services, three pairs of look-alikes (two ferries, tram and buses,
-# bikes and cars), where a follow-up like "who runs it?" needs the conversation: six documents
-# are what lets the verdict tell a broken bot from chance (benchmarks/README.md, the gate).
-# Use "kb/*.md" to converse about every document.
+# bikes and cars), where a follow-up like "who runs it?" needs the conversation. Each document
+# is one more stratum of evidence for the verdict (benchmarks/README.md, the gate); a live run
+# takes about 4 minutes per document on two idle cores. Use "kb/*.md" for every document.
 TRANSPORT = {"bike-share", "car-club", "harbour-ferry", "regional-buses", "river-ferry",
              "tram-network"}
 ragdive_document = ragdive.document_fixture(
