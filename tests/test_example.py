@@ -31,6 +31,7 @@ SESSIONS = [
     ({}, 110, FIRST_THREE, "inconclusive", "faithfulness"),
     ({"RAGBOT_HISTORY": "none"}, 100, FIRST_THREE, "inconclusive", "faithfulness"),
     ({"RAGBOT_HISTORY": "none"}, 110, FIRST_THREE, "inconclusive", "forgetfulness"),
+    ({}, 100, None, "passed", None),
     ({"RAGBOT_HISTORY": "none"}, 100, None, "inconclusive", "forgetfulness"),
 ]
 
