@@ -27,6 +27,9 @@ from pytest_ragdive.llm.embedded import runtime
 from pytest_ragdive.llm.embedded.prefixes import CallStats
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "example_project"
+sys.path.insert(0, str(EXAMPLE))
+
+from recorded import documents  # noqa: E402
 
 #: stage -> how its prompt's first line (after the source and the conversation) begins
 STAGES = (
@@ -99,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
         wall = time.perf_counter() - start
         same = compare(Path(cache), EXAMPLE / ".ragdive" / "cache")
     calls = runtime.call_log()
-    dialogues = len(list(EXAMPLE.glob("__ragdive__/test_cityguide/test_cityguide_bot[[]*].json")))
+    dialogues = len(documents())
     sampling = runtime._sampling
     print(f"\n{table(calls, dialogues)}")
     print(f"\nwall {wall / 60:.1f} min for the suite (+{load:.0f} s model load), pytest exit "

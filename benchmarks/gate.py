@@ -24,24 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "example_project"
+sys.path.insert(0, str(EXAMPLE))
 
-#: every variant's sessions share one response cache: at one seed, their first turns are the
-#: same requests
-CACHE = ".ragdive/unseen"
-#: the three documents the suite talked about before it grew to six (2026-12-02): their
-#: checks replay with ``-k`` selecting them
-FIRST_THREE = "bike-share or harbour-ferry or tram-network"
-#: variant -> (environment of the bot, {documents selected (None: all): the seeds recorded in
-#: CACHE}); a check at seed N also holds N+1, N+2, ... where it drew confirmation runs or held
-#: a run again, so recorded seeds are 10 apart
-VARIANTS: dict[str, tuple[dict[str, str], dict[str | None, tuple[int, ...]]]] = {
-    # the six-document suite (2026-12-02); the three-document one's checks, the first three
-    # documents of it; the six-document kb's are in git at fa0ed79 (benchmarks/README.md)
-    "accepted": ({}, {None: (100,), FIRST_THREE: (100, 110)}),
-    "history none": ({"RAGBOT_HISTORY": "none"}, {None: (100,), FIRST_THREE: (100, 110)}),
-    "history first": ({"RAGBOT_HISTORY": "first"}, {None: ()}),
-    "top_k 1": ({"RAGBOT_TOP_K": "1"}, {None: ()}),
-}
+from recorded import CHECKS, UNSEEN, VARIANTS  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -58,12 +43,12 @@ class Session:
 
 
 def replay(variant: str, seed: int, select: str | None, rule: str) -> Session:
-    env, _ = VARIANTS[variant]
+    env = VARIANTS[variant]
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "run.json"
         done = subprocess.run(
             [sys.executable, "-m", "pytest", "-m", "ragdive", "-p", "no:xdist",
-             "--ragdive-record-mode=none", f"--ragdive-cache-dir={CACHE}",
+             "--ragdive-record-mode=none", f"--ragdive-cache-dir={UNSEEN}",
              f"--ragdive-seed={seed}", f"--ragdive-verdict={rule}", f"--ragdive-json={out}",
              *(("-k", select) if select else ())],
             cwd=EXAMPLE, env={**os.environ, **env}, capture_output=True, text=True, check=False)
@@ -129,16 +114,16 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     start = time.perf_counter()
     sessions = []
-    for variant in args.variants:
-        for select, seeds in VARIANTS[variant][1].items():
-            for seed, rule in ((seed, rule) for seed in seeds for rule in args.rules):
-                session = replay(variant, seed, select, rule)
-                sessions.append(session)
-                note = "" if session.recorded else " (not recorded)"
-                print(f"{variant} seed {seed} {select or 'all'} {rule}: exit {session.exit_code} "
-                      f"{'/'.join(session.worse)}{note}", file=sys.stderr, flush=True)
+    for check in (c for c in CHECKS if c.variant in args.variants):
+        for rule in args.rules:
+            session = replay(check.variant, check.seed, check.select, rule)
+            sessions.append(session)
+            note = "" if session.recorded else " (not recorded)"
+            print(f"{check.variant} seed {check.seed} {check.select or 'all'} {rule}: exit "
+                  f"{session.exit_code} {'/'.join(session.worse)}{note}",
+                  file=sys.stderr, flush=True)
     if not sessions:
-        print("no committed session to replay: VARIANTS lists no recorded seed")
+        print("no committed check to replay for these variants (example_project/recorded.py)")
         return 1
     print(table(sessions))
     print(f"\n{len(sessions)} replays in {time.perf_counter() - start:.0f} s")

@@ -37,6 +37,7 @@ from pytest_ragdive.llm.cache import ResponseCache
 from pytest_ragdive.llm.client import LLMClient
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "example_project"
+sys.path.insert(0, str(EXAMPLE))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -50,14 +51,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--turns", type=int, default=3)
     parser.add_argument("--record-mode", default="none", choices=("none", "new"))
     args = parser.parse_args(argv)
-    sys.path.insert(0, str(EXAMPLE))
     from ragbot import RagBot
+    from recorded import documents
 
     client = LLMClient(ResponseCache(EXAMPLE / args.cache, args.record_mode))
     docs = ragdive.load_documents(str(EXAMPLE / "kb" / (args.documents or "*.md")))
     if not args.documents:
-        bands = EXAMPLE / "__ragdive__" / "test_cityguide"
-        docs = [d for d in docs if (bands / f"test_cityguide_bot[{d.id}].json").is_file()]
+        docs = [d for d in docs if d.id in documents()]
     items = [DocumentGroup.of(d) for d in docs] if not args.group else group_documents(
         docs, args.group, root=EXAMPLE)
     dialogues = [

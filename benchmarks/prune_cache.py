@@ -19,9 +19,10 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+EXAMPLE = Path(__file__).resolve().parents[1] / "example_project"
+sys.path.insert(0, str(EXAMPLE))
 
-from gate import CACHE, EXAMPLE, VARIANTS  # noqa: E402
+from recorded import CHECKS, UNSEEN, VARIANTS  # noqa: E402
 
 from pytest_ragdive.llm.cache import ResponseCache, request_key  # noqa: E402
 
@@ -42,8 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     ResponseCache.load = noting  # type: ignore[method-assign]
     sessions: list[tuple[dict[str, str], str, int, str | None, str]] = [
         ({}, ".ragdive/cache", 0, None, "update"), ({}, ".ragdive/cache", 0, None, "permutation")]
-    sessions += [(env, CACHE, seed, select, rule) for env, selected in VARIANTS.values()
-                 for select, seeds in selected.items() for seed in seeds
+    sessions += [(VARIANTS[c.variant], UNSEEN, c.seed, c.select, rule) for c in CHECKS
                  for rule in ("permutation", "band")]
     os.chdir(EXAMPLE)
     for env, cache, seed, select, rule in sessions:
@@ -58,9 +58,9 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             for k, v in saved.items():
                 os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
-    unread = [p for folder in (".ragdive/cache", CACHE)
+    unread = [p for folder in (".ragdive/cache", UNSEEN)
               for p in sorted((EXAMPLE / folder).rglob("*.json")) if p.resolve() not in read]
-    by_folder = {f: sum(1 for p in unread if f in str(p)) for f in (".ragdive/cache", CACHE)}
+    by_folder = {f: sum(1 for p in unread if f in str(p)) for f in (".ragdive/cache", UNSEEN)}
     print(f"\n{len(read)} entries read, {len(unread)} not read {by_folder}")
     for path in unread:
         if args.delete:

