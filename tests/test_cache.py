@@ -33,6 +33,30 @@ def test_all_mode_always_calls(tmp_path: Path) -> None:
     assert ResponseCache(tmp_path, "all").load(REQUEST) is None
 
 
+def test_a_remembered_step_is_computed_once_and_replayed_without_computing(
+    tmp_path: Path
+) -> None:
+    computed: list[str] = []
+
+    def rank(result: str) -> str:
+        computed.append(result)
+        return result
+
+    assert ResponseCache(tmp_path).remember("bot/rank", "who runs it?", lambda: rank("3 1 2")) \
+        == "3 1 2"
+    # what this machine would compute now does not matter: the recorded result is replayed
+    assert ResponseCache(tmp_path, "none").remember(
+        "bot/rank", "who runs it?", lambda: rank("1 3 2")) == "3 1 2"
+    assert computed == ["3 1 2"]
+    with pytest.raises(CacheMiss, match=r"model 'bot/rank', prompt 'when\?'.*replays only"):
+        ResponseCache(tmp_path, "none").remember("bot/rank", "when?", lambda: rank("0"))
+    assert computed == ["3 1 2"]
+    # record mode all computes again and records the new result
+    assert ResponseCache(tmp_path, "all").remember(
+        "bot/rank", "who runs it?", lambda: rank("1 3 2")) == "1 3 2"
+    assert ResponseCache(tmp_path).remember("bot/rank", "who runs it?", lambda: "") == "1 3 2"
+
+
 def test_unknown_mode_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="use one of none, new, all"):
         ResponseCache(tmp_path, "sometimes")  # type: ignore[arg-type]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -123,6 +124,18 @@ class ResponseCache:
     def contains(self, request: dict[str, Any]) -> bool:
         """Whether ``request`` has a recorded response (whatever the record mode)."""
         return self.path(request_key(request)).is_file()
+
+    def remember(self, step: str, text: str, compute: Callable[[], str]) -> str:
+        """The recorded result of a step of the bot that is not a model call (a retrieval's
+        ranking, an embedding) for ``text``; ``compute`` gives it where the record mode asks
+        for it, and it is recorded. A replay then does not depend on what the step computes on
+        this machine: embeddings, for one, round differently on different CPUs."""
+        request = {"model": step, "messages": [{"role": "user", "content": text}]}
+        reply = self.load(request)
+        if reply is None:
+            reply = {"content": compute(), "prompt_tokens": 0, "completion_tokens": 0}
+            self.store(request, reply)
+        return str(reply["content"])
 
     def store(self, request: dict[str, Any], response: dict[str, Any]) -> None:
         key = request_key(request)
