@@ -46,6 +46,8 @@ CHECKS = [
     Check("history none", 110, FIRST_THREE, "inconclusive", "forgetfulness"),
     Check("accepted", 100, None, "passed", None),
     Check("history none", 100, None, "inconclusive", "forgetfulness"),
+    Check("history none", 110, None, "inconclusive", "forgetfulness"),
+    Check("accepted", 110, None, "inconclusive", "faithfulness"),
 ]
 
 
