@@ -30,8 +30,8 @@ from judge_cases import HERE, best_threshold, documents, held_out, load, pearson
 
 from pytest_ragdive.engine import validator
 from pytest_ragdive.engine.dialogue import run_blocking
-from pytest_ragdive.engine.evaluator import EXACT_YES, JUDGES, combine, judge_prompts
 from pytest_ragdive.engine.models import GeneratedTurn, RagAnswer, Turn
+from pytest_ragdive.engine.questions import EXACT_YES, JUDGES, combine, judge_prompts
 from pytest_ragdive.engine.ragas_metrics import RagasMetrics
 from pytest_ragdive.llm.cache import ResponseCache
 from pytest_ragdive.llm.client import LLMClient
@@ -83,7 +83,11 @@ def report_judge(metric: str, label: str, dev: list[dict[str, Any]], dev_answers
                 labels, scores, seconds),
             row(f"{metric}, threshold fitted per held-out {group}",
                 held_out(scores, labels, [c[group] for c in dev]), labels, scores)]
-    if len(dev_answers[0]) == 2:  # what the second call (negation or answer key) buys
+    if JUDGES[metric].per_part:  # what the calls about the key's parts buy
+        whole = [score_one(metric, a[0]) for a in dev_answers]
+        rows.append(row(f"{metric}, the whole key alone (no parts), fitted per held-out {group}",
+                        held_out(whole, labels, [c[group] for c in dev]), labels, whole))
+    elif len(dev_answers[0]) == 2:  # what the second call (negation or answer key) buys
         second = "answer key" if JUDGES[metric].against_key else "negation"
         asked = [score_one(metric, a[0]) for a in dev_answers]
         rows.append(row(f"{metric}, the question alone (no {second}), fitted per held-out {group}",

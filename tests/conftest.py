@@ -95,7 +95,7 @@ def yes(messages):
     prompt = messages[-1]["content"]
     multi_turn = prompt.startswith(("Question:", "The conversation so far:"))
     reply = prompt.rsplit("eply: ", 1)[-1]  # the judged reply ("Reply:", "Latest reply:")
-    good = 0.1 if multi_turn and "Reference answer" not in prompt and "(no memory)" in reply else 0.9
+    good = 0.1 if multi_turn and "Reply to check" not in prompt and "(no memory)" in reply else 0.9
     return 1 - good if "contradict something" in prompt else good
 
 JUDGE = scripted({"YesNo": yes}, name="judge")

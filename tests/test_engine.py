@@ -68,7 +68,7 @@ def test_scores_average_the_turn_verdicts_with_the_paper_directions(tmp_path: Pa
 
     def yes(messages: list[dict]) -> float:
         prompt = messages[-1]["content"]
-        if "Reference answer" in prompt:  # the first turn's answer is wrong, the others right
+        if "Reply to check" in prompt:  # the first turn's answer is wrong, the others right
             return 0.2 if "What is the topic?" in prompt else 0.8
         if prompt.startswith("The conversation so far:"):  # context retention
             retention_prompts.append(prompt)

@@ -152,7 +152,7 @@ class Bot:
 
 def judged(messages):
     prompt = messages[-1]["content"]
-    if "(garble)" in prompt and "Reference answer" in prompt:
+    if "(garble)" in prompt and "Reply to check" in prompt:
         return "maybe"  # the correctness judge cannot read that reply: not a verdict
     return yes(messages)
 

@@ -517,7 +517,7 @@ from pytest_ragdive.llm.scripted import scripted
 def yes(messages):
     """The multi-turn judges find that a reply with no memory misses what the user meant."""
     prompt = messages[-1]["content"]
-    multi_turn = prompt.startswith("Question:") and "Reference answer" not in prompt
+    multi_turn = prompt.startswith("Question:") and "Reply to check" not in prompt
     return 0.1 if multi_turn and "(no memory)" in prompt else 0.9
 
 @pytest.fixture(scope="session")

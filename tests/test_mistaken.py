@@ -149,7 +149,7 @@ def test_the_role_and_its_judge_count_only_in_the_digest_of_the_bands_that_use_t
 ) -> None:
     from dataclasses import replace
 
-    from pytest_ragdive.engine import evaluator
+    from pytest_ragdive.engine import questions
     from pytest_ragdive.engine.settings import EVERY_ROLE
     from pytest_ragdive.plugin.gate import prompts_digest
 
@@ -160,18 +160,18 @@ def test_the_role_and_its_judge_count_only_in_the_digest_of_the_bands_that_use_t
 
     precise, mistaken = digests()
     assert precise != mistaken
-    judge = evaluator.JUDGES["premise_corrected"]
-    monkeypatch.setitem(evaluator.JUDGES, "premise_corrected",
+    judge = questions.JUDGES["premise_corrected"]
+    monkeypatch.setitem(questions.JUDGES, "premise_corrected",
                         replace(judge, threshold=judge.threshold / 2))
     assert digests()[0] == precise and digests()[1] != mistaken
-    monkeypatch.setitem(evaluator.JUDGES, "correctness",
-                        replace(evaluator.JUDGES["correctness"], threshold=0.1))
+    monkeypatch.setitem(questions.JUDGES, "correctness",
+                        replace(questions.JUDGES["correctness"], threshold=0.1))
     assert digests()[0] != precise
     prompts_digest.cache_clear()
 
 
 def test_the_judge_is_told_both_figures_and_asked_of_the_reply_and_of_the_key() -> None:
-    from pytest_ragdive.engine.evaluator import judge_prompts
+    from pytest_ragdive.engine.questions import judge_prompts
     from pytest_ragdive.engine.models import RagAnswer, Turn
 
     evidence = "The ferry carries at most 120 passengers."

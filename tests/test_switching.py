@@ -73,8 +73,9 @@ def yes(messages):
     """correctness: the reply states every figure of the reference answer; forgetfulness:
     the reply is about what the question names; the rest passes."""
     prompt = messages[-1]["content"]
-    if prompt.startswith("Question:") and "Reference answer: " in prompt:
-        key = re.search(r"^Reference answer: (.*)$", prompt, re.M).group(1)
+    if prompt.startswith("Question:") and "Reply to check: " in prompt:  # the key or a part
+        key = re.search(r"^Reference answer: (.*)$|units: (.*)\\? Answer", prompt, re.M)
+        key = key.group(1) or key.group(2)
         reply = re.search(r"^Reply to check: (.*)$", prompt, re.M).group(1)
         return 0.9 if set(re.findall(r"\\d+", key)) <= set(re.findall(r"\\d+", reply)) else 0.1
     if prompt.startswith("Question:"):

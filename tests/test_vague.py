@@ -211,7 +211,7 @@ def test_a_reply_that_gives_every_readings_answer_is_clarified_by_code(reply: st
 
 
 def test_the_judge_sees_the_readings_and_is_asked_and_asked_the_negation() -> None:
-    from pytest_ragdive.engine.evaluator import judge_prompts
+    from pytest_ragdive.engine.questions import judge_prompts
 
     turn = Turn(index=2, answer=RagAnswer(answer="Every two weeks."), generated=GeneratedTurn(
         rag_input="How often is it emptied?", standalone_question="How often is a bin emptied?",
@@ -233,7 +233,7 @@ def test_the_role_and_its_judge_count_only_in_the_digest_of_the_bands_that_use_t
 ) -> None:
     from dataclasses import replace
 
-    from pytest_ragdive.engine import evaluator
+    from pytest_ragdive.engine import questions
     from pytest_ragdive.engine.settings import EVERY_ROLE
     from pytest_ragdive.plugin.gate import prompts_digest
 
@@ -245,8 +245,8 @@ def test_the_role_and_its_judge_count_only_in_the_digest_of_the_bands_that_use_t
 
     before = digests()
     assert len(set(before)) == 3
-    judge = evaluator.JUDGES["clarified"]
-    monkeypatch.setitem(evaluator.JUDGES, "clarified", replace(judge, threshold=0.1))
+    judge = questions.JUDGES["clarified"]
+    monkeypatch.setitem(questions.JUDGES, "clarified", replace(judge, threshold=0.1))
     after = digests()
     assert after[:2] == before[:2] and after[2] != before[2]
     prompts_digest.cache_clear()

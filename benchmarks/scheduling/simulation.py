@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from pytest_ragdive.engine import validator
-from pytest_ragdive.engine.evaluator import JUDGES
+from pytest_ragdive.engine.questions import JUDGES
 from pytest_ragdive.engine.metrics import MULTI_TURN_METRICS, ROLE_METRICS
 
 from .workload import Config
@@ -25,15 +25,17 @@ def eval_chains(turns: int, contexts: int) -> list[tuple[str, int]]:
     (WithReference).ascore awaits one call per retrieved context in a ``for`` loop (one
     call after the other, not gathered); ContextRecall.ascore makes one call over the
     joined contexts. The binary judges make one yes/no call per question they ask, at
-    once (``evaluator.JUDGES``: a debiased one also asks its negation, or about the answer key); the multi-turn
-    ones start at turn 2.
+    once (``questions.JUDGES``: a debiased one also asks its negation, or about the answer
+    key; correctness asks about each part of the key too, one part in this workload's keys);
+    the multi-turn ones start at turn 2.
     """
     chains: list[tuple[str, int]] = []
     for turn in range(1, turns + 1):
         chains += [("faithfulness", 2), ("context_precision", contexts), ("context_recall", 1)]
         for metric, judge in JUDGES.items():  # a role's own judges: not in these dialogues
             if metric not in ROLE_METRICS and (turn > 1 or metric not in MULTI_TURN_METRICS):
-                chains += [(metric, 1)] * (1 + bool(judge.negation or judge.against_key))
+                asked = 1 + bool(judge.negation or judge.against_key) + bool(judge.per_part)
+                chains += [(metric, 1)] * asked
     return chains
 
 

@@ -35,6 +35,12 @@ def content_words(text: str) -> list[str]:
     return [w for w in words(text) if w and w not in STOPWORDS and not w.isdigit()]
 
 
+def singular(word: str) -> str:
+    """``word`` as comparisons of words take it: a plural's "s" dropped ("lines" -> "line")."""
+    plural = len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is"))
+    return word[:-1] if plural else word
+
+
 def numbers(text: str) -> list[str]:
     return _NUMBER.findall(text)
 

@@ -5,16 +5,16 @@ with this project's prompts (the paper's adapted Aspect Critic), and so are the 
 scored only on their turns: ``premise_corrected`` on those that state a false premise,
 ``clarified`` on those whose question has several readings; ``faithfulness``,
 ``context_precision`` and ``context_recall`` are ragas 0.4.3 metrics whose model
-calls go through the same :class:`~pytest_ragdive.llm.LLMClient` and cache.
-A dialogue's score is the mean over the turns that could be scored.
+calls go through the same :class:`~pytest_ragdive.llm.LLMClient` and cache. The binary
+judges' questions are in :mod:`.questions`. A dialogue's score is the mean over its turns; a
+turn that cannot be scored makes the metric an error of the dialogue, not a mean over the
+others.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
-from typing import Any
 
 from ..llm.cache import CacheMiss
 from ..llm.client import LLMClient
@@ -22,93 +22,8 @@ from ..llm.errors import ModelError, ReplyError
 from ..llm.model import Model
 from .metrics import MULTI_TURN_METRICS, ROLE_METRICS, ROLE_TURNS
 from .models import Dialogue, DocumentGroup, Judgement, Turn
-from .premises import changed_figure
+from .questions import EXACT_YES, JUDGES, combine, judge_prompts, shown
 from .ragas_metrics import RAGAS_METRICS, RagasMetrics
-from .readings import answers_each
-from .templates import history_view, render
-
-
-@dataclass(frozen=True)
-class BinaryJudge:
-    """A binary judgement as a yes/no question, answered with the probability of "yes"
-    read from the first answer token.
-
-    Small models say "yes" to almost anything, and more readily to some questions than
-    to others. Where it measured better, a second call cancels that: the question is
-    also asked negated (``negation``; the mean of P(yes | question) and
-    1 - P(yes | negation)), or also asked about the answer key in place of the reply
-    (``against_key``; the reply's P(yes) as a share of the key's), so that a question
-    the model is unsure of for any answer does not read as a bad reply (:func:`combine`).
-    Each question is narrow enough for a 1.5B model to answer, unlike "did the
-    assistant forget?" (benchmarks/judges.py).
-    """
-
-    question: str
-    yes: str  # the reason given when the answer is yes
-    no: str
-    yes_scores_one: bool  # keeps the paper's direction: forgetfulness 1 is "forgot"
-    threshold: float  # P(yes) from which the answer is yes, calibrated on labelled cases
-    negation: str | None = None
-    against_key: bool = False
-
-
-JUDGES: dict[str, BinaryJudge] = {
-    "correctness": BinaryJudge(
-        "Does the reply give the answer of the reference answer: the same facts and figures, "
-        "in any wording, and nothing that contradicts them?",
-        "the reply gives the reference answer", "the reply does not give the reference answer",
-        True, 0.66,
-    ),
-    # what the reply is about: the generator's stand-alone question names the referent and
-    # the constraints the conversation established, so the judge needs it and the reply,
-    # and what the document is about (its heading, subject_of): a small generator writes
-    # "Who operates the ferry?" where the kb has two, and then only the heading tells a
-    # reply about the other ferry from a right one.
-    # Asked of the reply and of the answer key: the model is less sure for some questions
-    # than for others, so a reply is read against what the right answer gets (the
-    # negation, used before, flattened every turn of the example to P(yes) 0.48-0.63)
-    "forgetfulness": BinaryJudge(
-        "Does the reply answer this question?",
-        "the reply answers what the user meant", "the reply does not answer what the user meant",
-        False, 0.92, against_key=True,
-    ),
-    # whether the reply is consistent with what was said: the judge reads the conversation
-    "context_retention": BinaryJudge(
-        "Does the latest reply agree with everything said earlier in the conversation?",
-        "the reply agrees with what was said earlier",
-        "the reply contradicts something said earlier in the conversation",
-        True, 0.5,
-        negation="Does the latest reply contradict something said earlier in the conversation?",
-    ),
-    # whether the bot corrected a false premise (role "mistaken"): the judge reads the
-    # user's belief, the document's fact that refutes it, the message and the reply, and is
-    # told both figures ({wrong}, {right}: premises.changed_figure). Read against the answer
-    # key, like forgetfulness: asked alone, or without the figures, it measured near chance
-    "premise_corrected": BinaryJudge(
-        "Does the reply say {right}, or say that {wrong} is wrong?",
-        "the reply corrects the user's false belief",
-        "the reply goes along with the user's false belief or ignores it",
-        True, 0.99, against_key=True,
-    ),
-    # whether the bot saw that a vague question has several readings (role "vague"): a
-    # reply that states every reading's answer is a yes by code (EXACT_YES); of another, the
-    # judge reads the message, the document's facts that answer it differently and the
-    # reply, and is asked whether it asks which one is meant, debiased by the negation
-    "clarified": BinaryJudge(
-        "Does the reply ask the user which one they mean?",
-        "the reply asks which one is meant",
-        "the reply answers one reading as if there were no other, or none",
-        True, 0.599,
-        negation="Does the reply answer for one case only, as if there were no other?",
-    ),
-}
-
-#: metric -> a check of the reply that scores it as its judge's "yes" without asking the
-#: judge, and the reason then given
-EXACT_YES: dict[str, tuple[Callable[[Turn], bool], str]] = {
-    "clarified": (lambda turn: answers_each(turn.answer.answer, turn.generated.readings),
-                  "the reply gives the answer of every reading (exact)"),
-}
 
 #: why a role's own metric has no score in a dialogue with no turn of the role's kind
 NO_TURN = {
@@ -231,55 +146,9 @@ def _judge_job(
             client.yes_probability(model, [{"role": "user", "content": prompt}])
             for prompt in judge_prompts(metric, turn, earlier, subject)
         ))
-        p_yes = combine(metric, answers)
-        yes = p_yes >= judge.threshold
-        shown = (f"P(yes) {answers[0]:.2f}, {answers[1]:.2f} for the answer key"
-                 if judge.against_key else f"P(yes) {p_yes:.2f}")
+        yes = combine(metric, answers) >= judge.threshold
         return Judgement(score=float(yes == judge.yes_scores_one),
-                         reason=f"{judge.yes if yes else judge.no} ({shown})")
+                         reason=f"{judge.yes if yes else judge.no} "
+                                f"({shown(metric, turn, answers)})")
 
     return job
-
-
-#: the least P(yes) an answer key's is taken as, so that a share of it stays finite
-KEY_FLOOR = 0.05
-
-
-def combine(metric: str, answers: Sequence[float]) -> float:
-    """P(yes) of ``metric``'s judge from its answers (:class:`BinaryJudge`): the
-    question's, debiased by its negation's, or as a share of the answer key's."""
-    judge = JUDGES[metric]
-    if judge.against_key:
-        return min(1.0, answers[0] / max(answers[1], KEY_FLOOR))
-    return (answers[0] + 1 - answers[1]) / 2 if judge.negation else answers[0]
-
-
-def judge_prompts(metric: str, turn: Turn, earlier: list[Turn],
-                  subject: str | None = None) -> list[str]:
-    """The question of a binary judge about ``turn``, and its second call if it has one:
-    the negation, or the question about the answer key in place of the reply.
-    ``subject`` (:func:`subject_of`) is what the turn asks about, for the judges that show
-    it."""
-    wrong, right = changed_figure(turn.generated.premise, turn.generated.evidence)
-    context: dict[str, Any] = {
-        "question": turn.generated.standalone_question,
-        "rag_input": turn.generated.rag_input,
-        "ground_truth": turn.generated.ground_truth,
-        "answer": turn.answer.answer,
-        "history": history_view(earlier),
-        "premise": turn.generated.premise,
-        "fact": turn.generated.evidence,
-        "wrong": wrong,
-        "right": right,
-        "readings": turn.generated.readings,
-        "subject": subject,
-    }
-    judge = JUDGES[metric]
-    ask = judge.question.format(wrong=wrong, right=right)
-    prompts = [render(metric, ask=ask, **context)]
-    if judge.negation:
-        prompts.append(render(metric, ask=judge.negation, **context))
-    if judge.against_key:
-        prompts.append(render(metric, ask=ask,
-                              **{**context, "answer": turn.generated.ground_truth}))
-    return prompts

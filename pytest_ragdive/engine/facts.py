@@ -22,10 +22,14 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from .checks import content_words, supporting_sentences, words
+from .checks import content_words, singular, supporting_sentences, words
 from .models import Document, DocumentGroup, GeneratedTurn, Turn
 
 _CLAUSE = re.compile(r"(?<=[.!?])\s+|;\s+")
+#: where an answer key's parts meet: a semicolon, a colon, a comma (with "and" after it),
+#: or an "and" before a phrase with a figure ("... 350 g water and 10 g salt")
+_KEY_PART = re.compile(r";\s+|:\s+|,\s+(?:and\s+)?|\s+and\s+(?=(?:a |an |the )?[\w.,-]*\d)")
+_DIGIT = re.compile(r"\d")
 #: the chance that a follow-up in a group, once every document was asked about, uses two
 CROSS_SHARE = 0.5
 
@@ -35,6 +39,27 @@ def facts(document: Document) -> list[str]:
     left out."""
     lines = [line for line in document.text.splitlines() if not line.lstrip().startswith("#")]
     return [c.strip() for c in _CLAUSE.split(" ".join(lines)) if len(words(c)) >= 4]
+
+
+def key_parts(answer_key: str, question: str) -> list[str]:
+    """The parts of an answer key that a right reply to ``question`` must each state
+    ("450 g strong white bread flour, 50 g wholemeal flour and 10 g salt" -> three): pieces
+    between commas, colons, semicolons and an "and" before a figure (a piece with neither a
+    figure nor two words of content joined to the one before it); of those, the first and
+    each that shares a word of content with the question. A key that quotes a whole sentence
+    holds parts nobody asked for ("..., 90 of them electric" for "When was the club
+    founded?"): a reply need not state them."""
+    parts: list[str] = []
+    for piece in (p.strip(" .") for p in _KEY_PART.split(answer_key)):
+        if not piece:
+            continue
+        if parts and not (_DIGIT.search(piece) or len(content_words(piece)) >= 2):
+            parts[-1] += ", " + piece
+        else:
+            parts.append(piece)
+    asked = {singular(w) for w in content_words(question)}
+    return [p for i, p in enumerate(parts)
+            if i == 0 or asked & {singular(w) for w in content_words(p)}] or [answer_key]
 
 
 def quotes(turn: GeneratedTurn) -> list[str]:

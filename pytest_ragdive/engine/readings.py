@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from .checks import STOPWORDS, content_words
+from .checks import STOPWORDS, content_words, singular
 from .facts import Asked, facts, next_fact, next_facts, quoted_from
 from .follow_ups import DETERMINERS, is_question, put_pronoun
 from .models import Document, DocumentGroup, GeneratedTurn, Turn
@@ -33,9 +33,7 @@ _RUN = 3
 
 def _word(token: str) -> str:
     """A word as runs compare it: lower case, a plural's "s" dropped."""
-    word = token.lower()
-    plural = len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is"))
-    return word[:-1] if plural else word
+    return singular(token.lower())
 
 
 def _figure_words(text: str) -> set[str]:

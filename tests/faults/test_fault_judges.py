@@ -21,7 +21,7 @@ class Bot:
 def test_one_malformed_reply_makes_the_metric_an_error_not_a_partial_mean(tmp_path: Path) -> None:
     def judge(messages: list[dict]) -> object:
         prompt = messages[-1]["content"]
-        forgetfulness = prompt.startswith("Question:") and "Reference answer" not in prompt
+        forgetfulness = prompt.startswith("Question:") and "Reply to check" not in prompt
         if forgetfulness and "third" in prompt:
             return "maybe"  # turn 3's reply to the forgetfulness judge is garbled
         return 0.9

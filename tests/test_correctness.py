@@ -1,0 +1,79 @@
+"""Correctness asks of the whole answer key and of each part the question asks for: a reply
+that the whole-key question lets through fails on the part it leaves out or gets wrong."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from pytest_ragdive.engine.dialogue import run_blocking
+from pytest_ragdive.engine.evaluator import evaluate
+from pytest_ragdive.engine.facts import key_parts
+from pytest_ragdive.engine.models import Dialogue, GeneratedTurn, RagAnswer, Turn
+from pytest_ragdive.llm.cache import ResponseCache
+from pytest_ragdive.llm.client import LLMClient
+from pytest_ragdive.llm.model import Model
+from pytest_ragdive.llm.scripted import calls, scripted
+
+QUESTION = "How much bread flour, wholemeal flour and salt go into the white loaf?"
+KEY = "450 g strong white bread flour, 50 g wholemeal flour and 10 g salt."
+
+
+@pytest.mark.parametrize(("key", "question", "parts"), [
+    (KEY, QUESTION, ["450 g strong white bread flour", "50 g wholemeal flour", "10 g salt"]),
+    ("Up to 26 weeks: the first 16 weeks at 100% of base salary.",
+     "How many weeks is maternity leave, and at what share of salary?",
+     ["Up to 26 weeks", "the first 16 weeks at 100% of base salary"]),
+    # a piece with no figure and under two words of content goes with the one before
+    ("Within 10 seconds, always.", "How fast must the endpoint reply?",
+     ["Within 10 seconds, always"]),
+    # the first part is always asked; a later one only when it names what the question does
+    ("Up to 26 weeks: the first 16 weeks at 100% of base salary.",
+     "How long is maternity leave, and how is it paid?", ["Up to 26 weeks"]),
+    # a key that quotes a whole sentence: the parts nobody asked for are not asked
+    ("It was founded in 2011 by residents, 90 of them electric.", "When was the club founded?",
+     ["It was founded in 2011 by residents"]),
+    ("16:30", "When is the last climb?", ["16:30"]),
+])
+def test_key_parts(key: str, question: str, parts: list[str]) -> None:
+    assert key_parts(key, question) == parts
+
+
+def judge(messages: list[dict]) -> float:
+    """The whole-key question says yes to anything (a small model's bias); a part's
+    question says yes when the reply holds the part's figure."""
+    prompt = messages[-1]["content"]
+    part = re.search(r"in any wording or units: (.*)\? Answer", prompt)
+    if part is None:
+        return 0.9
+    reply = re.search(r"^Reply to check: (.*)$", prompt, re.M)
+    assert reply is not None
+    return 0.9 if re.findall(r"\d+", part.group(1))[0] in reply.group(1).split() else 0.1
+
+
+def scored(reply: str, tmp_path: Path) -> tuple[Turn, list[str]]:
+    model = scripted({"YesNo": judge})
+    turn = Turn(index=1, generated=GeneratedTurn(
+        rag_input=QUESTION, standalone_question=QUESTION, ground_truth=KEY,
+        question_type="initial"), answer=RagAnswer(answer=reply))
+    dialogue = Dialogue(document_id="bread", role="precise", turns=[turn])
+    client = LLMClient(ResponseCache(tmp_path / "cache", "new"))
+    run_blocking(evaluate(dialogue, client, Model(model), ["correctness"]))
+    return dialogue.turns[0], [messages[-1]["content"] for _, messages in calls(model)]
+
+
+def test_a_reply_with_every_part_is_correct(tmp_path: Path) -> None:
+    turn, asked = scored("You need 450 g of bread flour, 50 g of wholemeal and 10 g salt.",
+                         tmp_path)
+    assert turn.judgements["correctness"].score == 1.0
+    assert len(asked) == 4  # the whole key, then its three parts
+
+
+def test_a_reply_that_leaves_a_part_out_is_not_correct_and_says_which(tmp_path: Path) -> None:
+    turn, _ = scored("You need 450 g of bread flour and 50 g of wholemeal, and that's it!",
+                     tmp_path)
+    judgement = turn.judgements["correctness"]
+    assert judgement.score == 0.0
+    assert "least for a part, '10 g salt': 0.10" in judgement.reason
