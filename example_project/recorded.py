@@ -48,6 +48,8 @@ CHECKS = [
     Check("history none", 100, None, "inconclusive", "forgetfulness"),
     Check("history none", 110, None, "inconclusive", "forgetfulness"),
     Check("accepted", 110, None, "inconclusive", "faithfulness"),
+    Check("top_k 1", 100, None, "passed", None),
+    Check("history first", 100, None, "passed", None),
 ]
 
 
