@@ -36,14 +36,20 @@ def first_question(messages):
             "ground_truth": f"The topic of {tag}."}
 
 
+_FACT = re.compile(r"^Fact: (.*)$", re.MULTILINE)
+
+
 def next_question(messages):
+    """About the fact the plugin chose for the turn, quoted as the evidence and the key."""
     tag, turn = _where(messages)
     nth = ORDINALS[turn - 1]
+    fact = _FACT.search(str(messages[-1]["content"]))
+    evidence = fact.group(1) if fact else first_sentence(messages)
     return {
         "rag_input": f"{tag}: and the {nth} fact about it?",
         "standalone_question": f"What is the {nth} fact about the topic of {tag}?",
-        "evidence": first_sentence(messages),
-        "ground_truth": f"More about the topic of {tag}.",
+        "evidence": evidence,
+        "ground_truth": evidence,
         "question_type": "follow_up",
     }
 
