@@ -137,9 +137,8 @@ def judge_prompts(metric: str, turn: Turn, earlier: list[Turn],
                   subject: str | None = None) -> list[str]:
     """The question of a binary judge about ``turn``, and its further calls if it has them:
     the negation, the question about the answer key in place of the reply, or the question
-    of each part of the answer key.
-    ``subject`` (:func:`subject_of`) is what the turn asks about, for the judges that show
-    it."""
+    of each part of the answer key. ``subject`` (:func:`.evaluator.subject_of`) is what
+    the turn asks about, for the judges that show it."""
     wrong, right = changed_figure(turn.generated.premise, turn.generated.evidence)
     context: dict[str, Any] = {
         "question": turn.generated.standalone_question,
