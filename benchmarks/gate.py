@@ -3,11 +3,13 @@
     python benchmarks/gate.py            # every committed session, both rules (about 10 min)
     python benchmarks/gate.py --rules permutation --variants accepted
 
-Each session is ``pytest -m ragdive`` in ``example_project/`` at one seed the bands were not
-recorded with, replayed from the committed response cache of its variant (no model call: a
-miss is an error, reported as "not recorded"), once per verdict rule. The accepted bot
-should pass; the broken variants (no history, the first question only, one retrieved
-paragraph) should fail, each through a named metric. Wilson 95% intervals.
+Each session is ``pytest -m ragdive`` in a copy of ``example_project/`` at one seed the
+committed bands were not recorded with, replayed from the committed response cache (no
+model call: a miss is an error, reported as "not recorded"), once per verdict rule. An
+unpaired check is judged against the committed bands (seeds 0-2); a paired one against bands
+recorded from the accepted bot's runs at its own seeds, as a check at the default seed is.
+The accepted bot should pass; the broken variants (no history, the first question only, one
+retrieved paragraph) should fail, each through a named metric. Wilson 95% intervals.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import argparse
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -26,7 +29,7 @@ from pathlib import Path
 EXAMPLE = Path(__file__).resolve().parents[1] / "example_project"
 sys.path.insert(0, str(EXAMPLE))
 
-from recorded import CHECKS, UNSEEN, VARIANTS  # noqa: E402
+from recorded import CHECKS, UNSEEN, VARIANTS, Check  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -34,6 +37,7 @@ class Session:
     variant: str
     seed: int
     select: str | None
+    paired: bool
     rule: str
     exit_code: int
     worse: tuple[str, ...]  # the metrics that failed the session
@@ -42,16 +46,27 @@ class Session:
     recorded: bool
 
 
-def replay(variant: str, seed: int, select: str | None, rule: str) -> Session:
-    env = VARIANTS[variant]
+def _pytest(cwd: Path, seed: int, env: dict[str, str], *args: str,
+            ) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-m", "ragdive", "-p", "no:xdist",
+         "--ragdive-record-mode=none", f"--ragdive-cache-dir={EXAMPLE / UNSEEN}",
+         f"--ragdive-seed={seed}", *args],
+        cwd=cwd, env={**os.environ, **env}, capture_output=True, text=True, check=False)
+
+
+def replay(check: Check, rule: str) -> Session:
+    """One session of ``check`` under ``rule``, in a copy of the example (a paired check
+    first records its bands there from the accepted bot's runs at the check's seeds)."""
     with tempfile.TemporaryDirectory() as tmp:
+        project = Path(tmp) / "example"
+        shutil.copytree(EXAMPLE, project, ignore=shutil.ignore_patterns(".ragdive", "__pycache__"))
+        if check.paired:
+            _pytest(project, check.seed, {}, "--ragdive-update")
         out = Path(tmp) / "run.json"
-        done = subprocess.run(
-            [sys.executable, "-m", "pytest", "-m", "ragdive", "-p", "no:xdist",
-             "--ragdive-record-mode=none", f"--ragdive-cache-dir={UNSEEN}",
-             f"--ragdive-seed={seed}", f"--ragdive-verdict={rule}", f"--ragdive-json={out}",
-             *(("-k", select) if select else ())],
-            cwd=EXAMPLE, env={**os.environ, **env}, capture_output=True, text=True, check=False)
+        done = _pytest(project, check.seed, VARIANTS[check.variant],
+                       f"--ragdive-verdict={rule}", f"--ragdive-json={out}",
+                       *(("-k", check.select) if check.select else ()))
         record = json.loads(out.read_text()) if out.exists() else {"tests": []}
     recorded = "no recorded response" not in done.stdout
     worse: set[str] = set()
@@ -64,8 +79,9 @@ def replay(variant: str, seed: int, select: str | None, rule: str) -> Session:
             worse |= {m["name"] for i in test["items"] for m in i["metrics"]
                       if m["verdict"] == "worse"}
         runs += [i["runs"] for i in test["items"]]
-    return Session(variant, seed, select, rule, done.returncode, tuple(sorted(worse)), status,
-                   sum(runs) / len(runs) if runs else 0.0, recorded)
+    return Session(check.variant, check.seed, check.select, check.paired, rule, done.returncode,
+                   tuple(sorted(worse)), status, sum(runs) / len(runs) if runs else 0.0,
+                   recorded)
 
 
 def wilson(hits: int, n: int, z: float = 1.959964) -> tuple[float, float]:
@@ -78,14 +94,14 @@ def wilson(hits: int, n: int, z: float = 1.959964) -> tuple[float, float]:
 
 
 def table(sessions: list[Session]) -> str:
-    lines = ["| variant | documents | rule | sessions that fail [95% CI] | through | "
+    lines = ["| variant | documents | baseline | rule | sessions that fail [95% CI] | through | "
              "inconclusive | candidate runs per document | seeds |",
-             "|---|---|---|---|---|---|---|---|"]
-    keys = sorted({(s.variant, s.select or "", s.rule) for s in sessions},
-                  key=lambda k: (list(VARIANTS).index(k[0]), k[1], k[2]))
-    for variant, select, rule in keys:
-        mine = [s for s in sessions
-                if (s.variant, s.select or "", s.rule) == (variant, select, rule) and s.recorded]
+             "|---|---|---|---|---|---|---|---|---|"]
+    keys = sorted({(s.variant, s.select or "", s.paired, s.rule) for s in sessions},
+                  key=lambda k: (list(VARIANTS).index(k[0]), k[1], k[2], k[3]))
+    for variant, select, paired, rule in keys:
+        mine = [s for s in sessions if s.recorded
+                and (s.variant, s.select or "", s.paired, s.rule) == (variant, select, paired, rule)]
         failed = [s for s in mine if s.exit_code != 0]
         lo, hi = wilson(len(failed), len(mine))
         through: dict[str, int] = {}
@@ -96,7 +112,9 @@ def table(sessions: list[Session]) -> str:
         inconclusive = sum(s.status == "inconclusive" for s in mine)
         runs = sum(s.runs for s in mine) / len(mine) if mine else 0.0
         lines.append(
-            f"| {variant} | {select or 'all'} | {rule} | {len(failed)} of {len(mine)} "
+            f"| {variant} | {select or 'all'} | "
+            f"{'at the seeds: paired' if paired else 'seeds 0-2: unpaired'} | {rule} | "
+            f"{len(failed)} of {len(mine)} "
             f"[{100 * lo:.0f}%, {100 * hi:.0f}%] | {named or '-'} | "
             f"{inconclusive if rule == 'permutation' else '-'} | {runs:.2f} | "
             f"{', '.join(str(s.seed) + ('✗' if s.exit_code else '') for s in mine)} |")
@@ -116,10 +134,11 @@ def main(argv: list[str] | None = None) -> int:
     sessions = []
     for check in (c for c in CHECKS if c.variant in args.variants):
         for rule in args.rules:
-            session = replay(check.variant, check.seed, check.select, rule)
+            session = replay(check, rule)
             sessions.append(session)
             note = "" if session.recorded else " (not recorded)"
-            print(f"{check.variant} seed {check.seed} {check.select or 'all'} {rule}: exit "
+            print(f"{check.variant} seed {check.seed} {check.select or 'all'}"
+                  f"{' paired' if check.paired else ''} {rule}: exit "
                   f"{session.exit_code} {'/'.join(session.worse)}{note}",
                   file=sys.stderr, flush=True)
     if not sessions:

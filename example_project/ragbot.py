@@ -12,6 +12,8 @@ Knobs, read from the environment when the bot is built:
 * ``RAGBOT_HISTORY``: ``full`` (default), ``last3`` (the last three utterances) or
   ``none`` (every question is answered as if it were the first one);
 * ``RAGBOT_TOP_K``: how many paragraphs are retrieved: ``3`` (default), ``1``, ...;
+* ``RAGBOT_PROMPT``: ``accepted`` (default) or ``reworded``, the same instructions in other
+  words: a change a reviewer would accept as neutral, that still changes every reply;
 * ``RAGBOT_MODEL``: the model name (default ``embedded/qwen2.5-coder-1.5b``).
 
 Chat from the shell::
@@ -54,6 +56,14 @@ SYSTEM_PROMPT = (
     "conversation only to understand what the question refers to. Answer in one to "
     "three short sentences and give exact names, numbers and dates."
 )
+REWORDED_PROMPT = (
+    "You are CityGuide, Brenmouth's city help desk. Reply to the user's question with the "
+    "facts in the context paragraphs only. When the answer is not in the context, say that "
+    "you do not have that information. Read the earlier conversation only to work out what "
+    "the question is about. Keep the reply to one to three short sentences, with exact "
+    "names, numbers and dates."
+)
+PROMPTS = {"accepted": SYSTEM_PROMPT, "reworded": REWORDED_PROMPT}
 
 
 @dataclass(frozen=True)
@@ -173,6 +183,7 @@ class RagBot:
             "RAGBOT_HISTORY", "full", HISTORY_MODES
         )
         self.top_k = top_k or _env_top_k()
+        self.system_prompt = PROMPTS[_env_choice("RAGBOT_PROMPT", "accepted", tuple(PROMPTS))]
         if self.top_k > RANKED:
             raise ValueError(f"top_k={self.top_k}: the bot retrieves at most {RANKED} paragraphs")
         self.max_tokens = max_tokens
@@ -219,7 +230,8 @@ class RagBot:
         system message, then the visible history, then the bare question. Keeping the
         question right after the previous answer helps a small model resolve "it"/"that"."""
         context = "\n\n".join(f"[{n}] {c.passage}" for n, c in enumerate(chunks, 1))
-        messages = [{"role": "system", "content": f"{SYSTEM_PROMPT}\n\nContext:\n{context}"}]
+        messages = [{"role": "system",
+                     "content": f"{self.system_prompt}\n\nContext:\n{context}"}]
         messages += [{"role": m.role, "content": m.content} for m in history]
         messages.append({"role": "user", "content": question})
         return messages

@@ -22,6 +22,9 @@ FIRST_THREE = "bike-share or harbour-ferry or tram-network"
 #: the bot's variants: the accepted one and the broken ones, by their environment
 VARIANTS: dict[str, dict[str, str]] = {
     "accepted": {},
+    # the same instructions in other words: not a regression, yet every reply changes, so
+    # the conversations do not replay (the false-alarm rate of a paired check)
+    "reworded": {"RAGBOT_PROMPT": "reworded"},
     "history none": {"RAGBOT_HISTORY": "none"},
     "history first": {"RAGBOT_HISTORY": "first"},
     "top_k 1": {"RAGBOT_TOP_K": "1"},
@@ -30,13 +33,18 @@ VARIANTS: dict[str, dict[str, str]] = {
 
 class Check(NamedTuple):
     """One live check in ``UNSEEN``. A check at seed N also holds N+1, N+2, ... where it drew
-    confirmation runs or held a run again, so recorded seeds are 10 apart."""
+    confirmation runs or held a run again, so recorded seeds are 10 apart.
+
+    A paired check is judged against bands recorded from the accepted bot's runs at seeds
+    N, N+1, N+2 (replayed from ``UNSEEN`` with ``--ragdive-update``): the candidate runs at
+    the baseline's seeds, as a check at the default seed does against the committed bands."""
 
     variant: str
     seed: int
     select: str | None  # the ``-k`` expression (None: every document)
     verdict: str  # the test's verdict: passed, inconclusive or regressed
     moved: str | None  # the metric a first run moved out of its band (None: none did)
+    paired: bool = False
 
 
 CHECKS = [
@@ -50,6 +58,10 @@ CHECKS = [
     Check("accepted", 110, None, "inconclusive", "faithfulness"),
     Check("top_k 1", 100, None, "passed", None),
     Check("history first", 100, None, "passed", None),
+    Check("history none", 100, None, "regressed", "forgetfulness", paired=True),
+    Check("top_k 1", 100, None, "inconclusive", "forgetfulness", paired=True),
+    Check("history first", 100, None, "inconclusive", "forgetfulness", paired=True),
+    Check("history none", 110, None, "inconclusive", "forgetfulness", paired=True),
 ]
 
 

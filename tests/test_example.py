@@ -72,11 +72,15 @@ def test_a_changed_bot_cannot_replay(
 
 
 @pytest.mark.parametrize("check", CHECKS, ids=lambda c: f"{c.variant}-{c.seed}-"
-                         f"{'all' if c.select is None else 'first-three'}")
+                         f"{'all' if c.select is None else 'first-three'}"
+                         f"{'-paired' if c.paired else ''}")
 def test_the_gate_on_a_committed_unseen_seed(
     pytester: pytest.Pytester, example: Path, monkeypatch: pytest.MonkeyPatch, check: Check
 ) -> None:
-    variant, seed, select, verdict, moved = check
+    variant, seed, select, verdict, moved, paired = check
+    if paired:  # the accepted bot's runs at the check's seeds become the baseline
+        replay(pytester, f"--ragdive-cache-dir={UNSEEN}", f"--ragdive-seed={seed}",
+               "--ragdive-update").assert_outcomes(passed=len(documents()))
     for name, value in VARIANTS[variant].items():
         monkeypatch.setenv(name, value)
     result = replay(pytester, f"--ragdive-cache-dir={UNSEEN}", f"--ragdive-seed={seed}",
@@ -85,6 +89,7 @@ def test_the_gate_on_a_committed_unseen_seed(
     result.stdout.fnmatch_lines([
         f"test_cityguide.py::test_cityguide_bot  ({count} documents): {verdict}",
         "*model calls 0, cache hits *"])
+    assert ("paired by seed" in result.stdout.str()) == paired
     if verdict == "regressed":
         assert result.ret == pytest.ExitCode.TESTS_FAILED
         # the test's own verdict fails, naming the metric

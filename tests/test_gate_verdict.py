@@ -48,7 +48,7 @@ def test_a_clear_regression_fails_the_test_through_its_metric(recorded, monkeypa
     result.assert_outcomes(passed=2, failed=1)  # the items pass; the test's verdict fails
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines([
-        "*forgetfulness*worse*candidate higher by 1.000 over 2 documents: p = 0.0025*",
+        "*forgetfulness*worse*candidate higher by 1.000 over 2 documents: p = 0.0156*",
         "*where to look*",
         "*test_bot[[]alpha[]]*",
         "*forgetfulness = 1.000, band [[]0.000, 0.000[]] (worse)*",
@@ -79,8 +79,8 @@ def test_a_subset_of_documents_is_judged_on_its_own(recorded, monkeypatch) -> No
     result.assert_outcomes(passed=2)  # one document cannot decide at 5% over two metrics
     result.stdout.fnmatch_lines([
         "*permutation verdict: 1 of 2 documents, 3 candidate runs*",
-        "*forgetfulness*inconclusive: 1 document × 3 baseline runs × 3 candidate runs cannot "
-        "reach p ≤ 0.0250 (smallest possible p 0.0500)*"])
+        "*forgetfulness*inconclusive: 1 document × 3 runs paired by seed cannot "
+        "reach p ≤ 0.0250 (smallest possible p 0.1250)*"])
 
 
 def test_runs_that_cannot_decide_say_inconclusive_and_pass(recorded, monkeypatch) -> None:
@@ -88,8 +88,8 @@ def test_runs_that_cannot_decide_say_inconclusive_and_pass(recorded, monkeypatch
     result = recorded.runpytest("-m", "ragdive", "--ragdive-confirm-runs=0")
     result.assert_outcomes(passed=3)
     result.stdout.fnmatch_lines([
-        "*forgetfulness*inconclusive: 2 documents × 3 baseline runs × 1 candidate run cannot "
-        "reach p ≤ 0.0250 (smallest possible p 0.0625): add documents or runs*",
+        "*forgetfulness*inconclusive: 2 documents × 1 run paired by seed cannot "
+        "reach p ≤ 0.0250 (smallest possible p 0.2500): add documents or runs*",
         "*outside its band (shown, not failed): test_bot.py::test_bot[[]alpha[]]*",
         "inconclusive (not failed): test_bot.py::test_bot*",
     ])
@@ -102,11 +102,38 @@ def test_the_band_rule_fails_each_item_that_leaves_its_band(recorded, monkeypatc
     result.stdout.fnmatch_lines(["*scores left their baseline band:*"])
 
 
+def test_runs_at_the_baseline_seeds_are_paired_and_unseen_seeds_are_not(recorded,
+                                                                       monkeypatch) -> None:
+    band = json.loads((recorded.path / "__ragdive__" / "test_bot" / "test_bot[alpha].json")
+                      .read_text())
+    assert band["metrics"]["forgetfulness"]["seeds"] == [0, 1, 2]
+    monkeypatch.setenv("BOT_MODE", "forgetful")
+    result = recorded.runpytest("-m", "ragdive", "--ragdive-seed=50")
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines([  # no baseline run at seeds 50-52: runs against runs
+        "*forgetfulness*worse*candidate higher by 1.000 over 2 documents: p = 0.0025 ≤ Holm*"])
+    assert "paired by seed" not in result.stdout.str()
+
+
+def test_a_band_file_whose_seeds_do_not_match_its_runs_is_named_with_the_fix(recorded) -> None:
+    path = recorded.path / "__ragdive__" / "test_bot" / "test_bot[alpha].json"
+    band = json.loads(path.read_text())
+    band["metrics"]["correctness"]["seeds"] = [0, 1]
+    path.write_text(json.dumps(band))
+    result = recorded.runpytest("-m", "ragdive", "--ragdive-record-mode=none")
+    result.stdout.fnmatch_lines(["*test_bot[[]alpha[]].json is not a valid band file "
+                                 "(correctness: 'seeds' is not one whole number per run)*"
+                                 "--ragdive-update*"])
+    assert result.ret != 0
+    assert json.loads(path.read_text()) == band  # the file is left as it was
+
+
 def test_band_files_without_runs_give_no_verdict_and_say_why(recorded) -> None:
     for path in (recorded.path / "__ragdive__" / "test_bot").glob("test_bot[[]*.json"):
         band = json.loads(path.read_text())
         for stats in band["metrics"].values():
             stats.pop("runs")
+            stats.pop("seeds")  # as a band file of an early version has neither
         path.write_text(json.dumps(band))
     result = recorded.runpytest("-m", "ragdive")
     result.assert_outcomes(passed=2)  # the items; no verdict to report

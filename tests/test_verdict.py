@@ -14,6 +14,8 @@ from pytest_ragdive.plugin.verdict import (
     decide,
     holm,
     needs_confirmation,
+    paired,
+    paired_p,
     permutation_p,
     smallest_p,
 )
@@ -204,3 +206,73 @@ def test_nan_scores_are_dropped() -> None:
     cand = {"a": [0.1], "b": [float("nan")]}
     assert smallest_p(base, cand) == pytest.approx(1 / 3)
     assert permutation_p(base, cand, True) == pytest.approx(1 / 3)
+
+
+def paired_runs(rng: np.random.Generator, docs: int, n: int, shift: float = 0.0,
+                ) -> tuple[dict[str, list[float]], dict[str, list[float]], dict[str, list[int]]]:
+    """Baseline and candidate runs at the same seeds: each seed draws facts of its own
+    difficulty (a large effect both runs share) and each run adds a small noise of its own."""
+    base, cand = {}, {}
+    for d in range(docs):
+        level = rng.normal(0.5, 0.25, n)  # what the seed's facts make of the run
+        base[f"doc{d}"] = list(np.clip(level + rng.normal(0, 0.03, n), 0, 1))
+        cand[f"doc{d}"] = list(np.clip(level + shift + rng.normal(0, 0.03, n), 0, 1))
+    return base, cand, {f"doc{d}": list(range(n)) for d in range(docs)}
+
+
+def test_pairs_of_unchanged_runs_rarely_give_a_small_p() -> None:
+    rng = np.random.default_rng(7)
+    alpha, datasets, small = 0.05, 400, 0
+    for _ in range(datasets):
+        base, cand, seeds = paired_runs(rng, 4, 3)  # 12 pairs: every sign pattern counted
+        small += paired_p(paired(base, cand, seeds, seeds) or [], True) <= alpha
+    assert small / datasets <= alpha + 3 * math.sqrt(alpha * (1 - alpha) / datasets)
+
+
+def test_pairing_sees_a_drop_that_the_seeds_own_spread_hides() -> None:
+    rng = np.random.default_rng(8)
+    base, cand, seeds = paired_runs(rng, 4, 3, shift=-0.08)
+    assert paired_p(paired(base, cand, seeds, seeds) or [], True) < 0.01
+    assert permutation_p(base, cand, True) > 0.05  # unpaired, the seeds' spread hides it
+    (verdict,) = decide({"correctness": base}, {"correctness": cand},
+                        baseline_seeds={"correctness": seeds},
+                        candidate_seeds={"correctness": seeds})
+    assert verdict.verdict == "worse" and "4 documents × 3 runs paired by seed" in verdict.reason
+
+
+def test_identical_paired_runs_are_not_worse() -> None:
+    base = {"doc0": [0.5, 0.7, 1.0], "doc1": [0.0, 0.5, 1.0]}
+    seeds = {"doc0": [0, 1, 2], "doc1": [0, 1, 2]}
+    (verdict,) = decide({"correctness": base}, {"correctness": base},
+                        baseline_seeds={"correctness": seeds},
+                        candidate_seeds={"correctness": seeds})
+    assert (verdict.verdict, verdict.p, verdict.delta) == ("not worse", 1.0, 0.0)
+
+
+def test_runs_at_seeds_the_baseline_lacks_are_tested_unpaired() -> None:
+    base = {"doc0": [0.5, 0.7, 1.0], "doc1": [0.0, 0.5, 1.0]}
+    cand = {"doc0": [0.4], "doc1": [0.3]}
+    seeds = {"doc0": [0, 1, 2], "doc1": [0, 1, 2]}
+    assert paired(base, cand, seeds, {"doc0": [0], "doc1": [100]}) is None
+    assert [d.tolist() for d in paired(base, cand, seeds, {"doc0": [1], "doc1": [0]}) or []] \
+        == [[pytest.approx(-0.3)], [pytest.approx(0.3)]]
+    (verdict,) = decide({"correctness": base}, {"correctness": cand},
+                        baseline_seeds={"correctness": seeds},
+                        candidate_seeds={"correctness": {"doc0": [100], "doc1": [100]}})
+    assert verdict.p == permutation_p(base, cand, True)
+    assert "paired" not in verdict.reason
+
+
+def test_a_few_pairs_say_what_they_cannot_reach() -> None:
+    base, cand = {"doc0": [0.5, 0.5, 0.5]}, {"doc0": [0.0, 0.0, 0.0]}
+    seeds = {"doc0": [0, 1, 2]}
+    (verdict,) = decide({"correctness": base}, {"correctness": cand}, suspects=["correctness"],
+                        baseline_seeds={"correctness": seeds},
+                        candidate_seeds={"correctness": seeds})
+    assert verdict.verdict == "inconclusive" and verdict.p == verdict.smallest_p == 0.125
+    assert "1 document × 3 runs paired by seed cannot reach p ≤ 0.0500" in verdict.reason
+
+
+def test_many_pairs_are_sampled_and_agree_with_the_sign_test() -> None:
+    diffs = [np.full(20, -0.1)]  # 20 pairs all worse: 2^20 patterns, drawn
+    assert paired_p(diffs, True, draws=5000) == pytest.approx(1 / 5001)

@@ -77,7 +77,7 @@ async def arun_dialogue(
     group = DocumentGroup.of(document)
     needs_group(role, group, "arun_dialogue")
     client = client or LLMClient(ResponseCache(Path(cache_dir), record_mode))
-    dialogue = Dialogue(document_id=group.id, role=role)
+    dialogue = Dialogue(document_id=group.id, role=role, seed=seed)
     report = progress or (lambda doc, turn, stage: None)
     with usage_scope(dialogue.usage):
         try:

@@ -155,11 +155,13 @@ class Dialogue(_Model):
     could not be completed, ``"generation"`` when the generator wrote no turn the validator
     accepts, or a metric name when that metric could not be computed.
     A metric with an error has no entry in ``scores``; ``judge_gaps`` names those whose
-    unscored turns all failed on the judge's side, not the bot's.
+    unscored turns all failed on the judge's side, not the bot's. ``seed`` is the
+    generator's: runs of two bots at one seed are a pair (their first questions are one).
     """
 
     document_id: str
     role: str
+    seed: int | None = None
     turns: list[Turn] = Field(default_factory=list)
     scores: dict[str, float] = Field(default_factory=dict)
     errors: dict[str, str] = Field(default_factory=dict)

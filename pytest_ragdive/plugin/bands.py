@@ -58,9 +58,11 @@ class BaselineError(Exception):
     """A baseline file that cannot be used; the message says how to fix it."""
 
 
-def band(values_by_metric: dict[str, list[float]], produced_by: dict[str, Any]) -> dict[str, Any]:
-    """A band document from each metric's values over the baseline runs."""
-    metrics = {}
+def band(values_by_metric: dict[str, list[float]], produced_by: dict[str, Any],
+         seeds: dict[str, list[int | None]] | None = None) -> dict[str, Any]:
+    """A band document from each metric's values over the baseline runs, with each run's
+    generator seed where known (a check at the same seed is then paired with that run)."""
+    metrics: dict[str, Any] = {}
     for metric, values in sorted(values_by_metric.items()):
         metrics[metric] = {
             "min": round(min(values), DIGITS),
@@ -68,6 +70,9 @@ def band(values_by_metric: dict[str, list[float]], produced_by: dict[str, Any]) 
             "mean": round(fmean(values), DIGITS),
             "runs": [round(v, DIGITS) for v in values],
         }
+        known = (seeds or {}).get(metric)
+        if known and len(known) == len(values) and None not in known:
+            metrics[metric]["seeds"] = list(known)
     return {"metrics": metrics, "produced_by": produced_by}
 
 
@@ -103,6 +108,11 @@ def _check(doc: Any) -> None:
         low, high = float(stats["min"]), float(stats["max"])
         if not (0.0 <= low <= high <= 1.0):  # NaN fails every comparison
             raise ValueError(f"{metric}: min {low} and max {high} are not 0 <= min <= max <= 1")
+        seeds = stats.get("seeds")
+        if seeds is not None and (
+                not isinstance(seeds, list) or len(seeds) != len(stats.get("runs", []))
+                or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds)):
+            raise ValueError(f"{metric}: 'seeds' is not one whole number per run")
 
 
 def write_all(docs: dict[Path, dict[str, Any]]) -> None:

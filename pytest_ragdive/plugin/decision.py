@@ -22,15 +22,22 @@ def permutation(row: dict[str, Any], usable: Mapping[str, dict[str, Any]], colle
     """Put the permutation verdict of a test function's usable items into its ``row``."""
     baseline: dict[str, dict[str, list[float]]] = {}
     candidate: dict[str, dict[str, list[float]]] = {}
+    base_seeds: dict[str, dict[str, list[int]]] = {}
+    cand_seeds: dict[str, dict[str, list[int]]] = {}
     for record in usable.values():
         metrics = (record.get("band_doc") or {}).get("metrics", {})
         for metric, stats in metrics.items():
             if metric in record["runs"] and stats.get("runs"):
-                baseline.setdefault(metric, {})[record["document"]] = stats["runs"]
-                candidate.setdefault(metric, {})[record["document"]] = record["runs"][metric]
+                doc = record["document"]
+                baseline.setdefault(metric, {})[doc] = stats["runs"]
+                candidate.setdefault(metric, {})[doc] = record["runs"][metric]
+                if stats.get("seeds") and metric in record.get("seeds", {}):
+                    base_seeds.setdefault(metric, {})[doc] = stats["seeds"]
+                    cand_seeds.setdefault(metric, {})[doc] = record["seeds"][metric]
     row["left_band"] = {n: r["left_band"] for n, r in usable.items() if r.get("left_band")}
     suspects = {m for r in usable.values() for m in r.get("left_band_metrics", [])}
-    verdicts = decide(baseline, candidate, alpha=alpha, suspects=suspects) if baseline else []
+    verdicts = decide(baseline, candidate, alpha=alpha, suspects=suspects,
+                      baseline_seeds=base_seeds, candidate_seeds=cand_seeds) if baseline else []
     row["verdicts"] = [asdict(v) for v in verdicts]
     if not verdicts:
         row["status"] = "skipped"

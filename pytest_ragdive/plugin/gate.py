@@ -52,6 +52,7 @@ def check_dialogue(
         "scores": dict(first.scores),
         # every run's scores: the baseline runs on update, else the candidate's runs
         "runs": {m: [d.scores[m] for d in dialogues if m in d.scores] for m in scored},
+        "seeds": {m: [d.seed for d in dialogues if m in d.scores] for m in scored},
         "turns": sum(len(d.turns) for d in dialogues),
         "dialogues": len(dialogues),
         "rejections": sum(d.rejection_count for d in dialogues),
@@ -173,7 +174,8 @@ def check_band(
         from .. import __version__
 
         record.update(produced_by=produced, status="recorded",
-                      band=bands.band(record["runs"], {**produced, "plugin": __version__}))
+                      band=bands.band(record["runs"], {**produced, "plugin": __version__},
+                                     record["seeds"]))
         return
     command = f"pytest '{function_key(item)}' --ragdive-update"
     try:

@@ -3,8 +3,12 @@
 The unit is one dialogue's score (the mean over its turns), never a turn. Documents are
 strata: when nothing changed, the baseline's runs and the candidate's runs of one
 document are exchangeable, so relabelling runs within each document gives an exact
-one-sided permutation test. Holm's step-down controls the false-alarm rate over the
-metrics tested. Pure statistics: stdlib, numpy and the metric table only.
+one-sided permutation test. When the candidate ran at the baseline's seeds (a check at
+the default seed), each candidate run has a baseline run with the same first question and
+the same facts drawn: the test is then on the pairs' differences, flipping the sign of
+each, which cancels what a seed alone decides (how hard its facts are). Holm's step-down
+controls the false-alarm rate over the metrics tested. Pure statistics: stdlib, numpy and
+the metric table only.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import numpy as np
 from ..engine.metrics import METRICS
 
 Scores = Mapping[str, Sequence[float]]  # document -> one score per run
+Seeds = Mapping[str, Sequence[int]]  # document -> the generator's seed of each run
 Verdict = Literal["worse", "not worse", "inconclusive"]
 
 _TIE = 1e-9  # relabellings within this of the observed statistic count as ties (>=)
@@ -94,6 +99,51 @@ def permutation_p(baseline: Scores, candidate: Scores, higher_is_better: bool, *
     return hits / totals.size if exact else (1 + hits) / (1 + draws)
 
 
+def paired(baseline: Scores, candidate: Scores, baseline_seeds: Seeds,
+           candidate_seeds: Seeds) -> list[np.ndarray] | None:
+    """Per shared document, candidate minus baseline for every candidate run that has a
+    baseline run at its seed; None unless every shared document has such a pair."""
+    out = []
+    for doc, base_runs in baseline.items():
+        if doc not in candidate:
+            continue
+        b_seeds, c_seeds = baseline_seeds.get(doc), candidate_seeds.get(doc)
+        if (not b_seeds or not c_seeds or len(b_seeds) != len(base_runs)
+                or len(c_seeds) != len(candidate[doc])):
+            return None
+        by_seed = {s: v for s, v in zip(b_seeds, base_runs) if not math.isnan(v)}
+        diffs = [c - by_seed[s] for s, c in zip(c_seeds, candidate[doc])
+                 if s in by_seed and not math.isnan(c)]
+        if not diffs:
+            return None
+        out.append(np.asarray(diffs, dtype=float))
+    return out or None
+
+
+def paired_p(differences: Sequence[np.ndarray], higher_is_better: bool, *,
+             draws: int = 20000, seed: int = 0) -> float:
+    """One-sided p-value that the candidate is worse, from each document's paired
+    differences: the statistic is the mean over documents of their mean difference,
+    oriented so that larger is worse; under no change each pair's sign is a coin. Every
+    sign pattern is enumerated when there are at most ``draws``, else ``draws`` are drawn."""
+    if not differences:
+        raise ValueError("no document has a paired run")
+    sign = -1.0 if higher_is_better else 1.0
+    weights = np.concatenate([np.full(d.size, 1.0 / (len(differences) * d.size))
+                              for d in differences])
+    values = sign * weights * np.concatenate(differences)
+    observed = float(values.sum())
+    n = values.size
+    exact = 2 ** n <= draws
+    if exact:
+        patterns = ((np.arange(2 ** n)[:, None] >> np.arange(n)) & 1) * 2 - 1
+    else:
+        patterns = np.random.default_rng(seed).choice([-1, 1], size=(draws, n))
+    totals = patterns @ values
+    hits = int(np.count_nonzero(totals >= observed - _TIE * max(1.0, abs(observed))))
+    return hits / totals.size if exact else (1 + hits) / (1 + draws)
+
+
 def smallest_p(baseline: Scores, candidate: Scores) -> float:
     """The smallest p-value the exact test can give: 1 / prod_d C(R_d + k_d, k_d)."""
     strata = _strata(baseline, candidate)
@@ -148,8 +198,11 @@ def _design(strata: list[tuple[np.ndarray, np.ndarray]]) -> str:
 
 def decide(baseline: Mapping[str, Scores], candidate: Mapping[str, Scores], *,
            alpha: float = 0.05, draws: int = 20000, seed: int = 0,
-           suspects: Iterable[str] | None = None) -> list[MetricVerdict]:
-    """A verdict per metric from metric -> document -> run scores.
+           suspects: Iterable[str] | None = None,
+           baseline_seeds: Mapping[str, Seeds] | None = None,
+           candidate_seeds: Mapping[str, Seeds] | None = None) -> list[MetricVerdict]:
+    """A verdict per metric from metric -> document -> run scores (and, to pair runs at one
+    seed, metric -> document -> run seeds; without a pair in every document, unpaired).
 
     "worse" when Holm's step-down over the metrics tested rejects at ``alpha``;
     "inconclusive" when the candidate looks worse and is not rejected; "not worse"
@@ -159,7 +212,7 @@ def decide(baseline: Mapping[str, Scores], candidate: Mapping[str, Scores], *,
     or p < 0.5. A metric without a shared document gets no verdict.
     """
     suspected = set(suspects) if suspects is not None else None
-    tested: dict[str, tuple[list[tuple[np.ndarray, np.ndarray]], float, float, float]] = {}
+    tested: dict[str, tuple[str, int, float, float, float]] = {}  # design, documents, p, ...
     for metric, base in baseline.items():
         if metric not in candidate:
             continue
@@ -169,30 +222,42 @@ def decide(baseline: Mapping[str, Scores], candidate: Mapping[str, Scores], *,
         if metric not in METRICS:
             raise ValueError(f"unknown metric {metric!r}; known: {', '.join(METRICS)}")
         higher = METRICS[metric]
+        pairs = (paired(base, candidate[metric], baseline_seeds.get(metric, {}),
+                        candidate_seeds.get(metric, {}))
+                 if baseline_seeds is not None and candidate_seeds is not None else None)
+        if pairs:
+            p = paired_p(pairs, higher, draws=draws, seed=seed)
+            delta = float(np.mean([d.mean() for d in pairs]))
+            floor = 0.5 ** sum(int(np.count_nonzero(d)) for d in pairs)
+            design = " × ".join([_count([len(pairs)], "document"),
+                                 _count([d.size for d in pairs], "run") + " paired by seed"])
+            tested[metric] = (design, len(pairs), p, delta, floor)
+            continue
         p = permutation_p(base, candidate[metric], higher, draws=draws, seed=seed)
         delta = float(np.mean([c.mean() - b.mean() for b, c in strata]))
-        tested[metric] = (strata, p, delta, smallest_p(base, candidate[metric]))
+        tested[metric] = (_design(strata), len(strata), p, delta,
+                          smallest_p(base, candidate[metric]))
     m = len(tested)
-    p_values = {metric: entry[1] for metric, entry in tested.items()}
+    p_values = {metric: entry[2] for metric, entry in tested.items()}
     rejected = holm(p_values, alpha)
     step = {name: alpha / (m - rank) for rank, (name, _) in enumerate(_holm_order(p_values))}
     first = alpha / m if m else alpha
     verdicts = []
-    for metric, (strata, p, delta, floor) in tested.items():
+    for metric, (design, documents, p, delta, floor) in tested.items():
         leans = delta < 0 if METRICS[metric] else delta > 0
         # one document's first run below its band is not a suspicion the runs keep when
         # they lean the other way over every document (the accepted bot at seed 100)
         looks_worse = leans and (metric in suspected if suspected is not None
                                  else floor > first or p < 0.5)
         side = "lower" if delta < 0 else "higher"
-        change = f"candidate {side} by {abs(delta):.3f} over {_count([len(strata)], 'document')}"
+        change = f"candidate {side} by {abs(delta):.3f} over {_count([documents], 'document')}"
         verdict: Verdict
         if metric in rejected:
             verdict = "worse"
             reason = f"{change}: p = {_fmt(p)} ≤ Holm threshold {_fmt(step[metric])}"
         elif looks_worse and floor > first:
             verdict = "inconclusive"
-            reason = (f"{_design(strata)} cannot reach p ≤ {_fmt(first)} (smallest possible p "
+            reason = (f"{design} cannot reach p ≤ {_fmt(first)} (smallest possible p "
                       f"{_fmt(floor)}): add documents or runs")
         elif looks_worse:
             verdict = "inconclusive"
@@ -202,6 +267,8 @@ def decide(baseline: Mapping[str, Scores], candidate: Mapping[str, Scores], *,
         else:
             verdict = "not worse"
             reason = f"{change}, p = {_fmt(p)}"
+        if "paired" in design and verdict != "inconclusive":
+            reason += f" ({design})"
         verdicts.append(MetricVerdict(metric, verdict, p, delta, floor, reason))
     return verdicts
 
