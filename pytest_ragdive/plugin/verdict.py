@@ -212,7 +212,8 @@ def decide(baseline: Mapping[str, Scores], candidate: Mapping[str, Scores], *,
     or p < 0.5. A metric without a shared document gets no verdict.
     """
     suspected = set(suspects) if suspects is not None else None
-    tested: dict[str, tuple[str, int, float, float, float]] = {}  # design, documents, p, ...
+    # metric -> design, documents, p, delta, smallest p, paired
+    tested: dict[str, tuple[str, int, float, float, float, bool]] = {}
     for metric, base in baseline.items():
         if metric not in candidate:
             continue
@@ -231,19 +232,19 @@ def decide(baseline: Mapping[str, Scores], candidate: Mapping[str, Scores], *,
             floor = 0.5 ** sum(int(np.count_nonzero(d)) for d in pairs)
             design = " × ".join([_count([len(pairs)], "document"),
                                  _count([d.size for d in pairs], "run") + " paired by seed"])
-            tested[metric] = (design, len(pairs), p, delta, floor)
+            tested[metric] = (design, len(pairs), p, delta, floor, True)
             continue
         p = permutation_p(base, candidate[metric], higher, draws=draws, seed=seed)
         delta = float(np.mean([c.mean() - b.mean() for b, c in strata]))
         tested[metric] = (_design(strata), len(strata), p, delta,
-                          smallest_p(base, candidate[metric]))
+                          smallest_p(base, candidate[metric]), False)
     m = len(tested)
     p_values = {metric: entry[2] for metric, entry in tested.items()}
     rejected = holm(p_values, alpha)
     step = {name: alpha / (m - rank) for rank, (name, _) in enumerate(_holm_order(p_values))}
     first = alpha / m if m else alpha
     verdicts = []
-    for metric, (design, documents, p, delta, floor) in tested.items():
+    for metric, (design, documents, p, delta, floor, is_paired) in tested.items():
         leans = delta < 0 if METRICS[metric] else delta > 0
         # one document's first run below its band is not a suspicion the runs keep when
         # they lean the other way over every document (the accepted bot at seed 100)
@@ -267,7 +268,7 @@ def decide(baseline: Mapping[str, Scores], candidate: Mapping[str, Scores], *,
         else:
             verdict = "not worse"
             reason = f"{change}, p = {_fmt(p)}"
-        if "paired" in design and verdict != "inconclusive":
+        if is_paired and verdict != "inconclusive":
             reason += f" ({design})"
         verdicts.append(MetricVerdict(metric, verdict, p, delta, floor, reason))
     return verdicts
