@@ -2,6 +2,7 @@
 
     python benchmarks/gate.py            # every committed session, both rules (about 10 min)
     python benchmarks/gate.py --rules permutation --variants accepted
+    python benchmarks/gate.py --record reworded 100 --paired   # a new check, live (20-40 min)
 
 Each session is ``pytest -m ragdive`` in a copy of ``example_project/`` at one seed the
 committed bands were not recorded with, replayed from the committed response cache (no
@@ -46,27 +47,31 @@ class Session:
     recorded: bool
 
 
-def _pytest(cwd: Path, seed: int, env: dict[str, str], *args: str,
+def _pytest(cwd: Path, seed: int, env: dict[str, str], *args: str, mode: str = "none",
             ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-m", "ragdive", "-p", "no:xdist",
-         "--ragdive-record-mode=none", f"--ragdive-cache-dir={EXAMPLE / UNSEEN}",
+         f"--ragdive-record-mode={mode}", f"--ragdive-cache-dir={EXAMPLE / UNSEEN}",
          f"--ragdive-seed={seed}", *args],
         cwd=cwd, env={**os.environ, **env}, capture_output=True, text=True, check=False)
 
 
-def replay(check: Check, rule: str) -> Session:
+def replay(check: Check, rule: str, mode: str = "none") -> Session:
     """One session of ``check`` under ``rule``, in a copy of the example (a paired check
-    first records its bands there from the accepted bot's runs at the check's seeds)."""
+    first records its bands there from the accepted bot's runs at the check's seeds).
+    ``mode="new"`` makes it live: what the committed cache lacks is asked of the models and
+    recorded there."""
     with tempfile.TemporaryDirectory() as tmp:
         project = Path(tmp) / "example"
         shutil.copytree(EXAMPLE, project, ignore=shutil.ignore_patterns(".ragdive", "__pycache__"))
         if check.paired:
-            _pytest(project, check.seed, {}, "--ragdive-update")
+            _pytest(project, check.seed, {}, "--ragdive-update", mode=mode)
         out = Path(tmp) / "run.json"
         done = _pytest(project, check.seed, VARIANTS[check.variant],
                        f"--ragdive-verdict={rule}", f"--ragdive-json={out}",
-                       *(("-k", check.select) if check.select else ()))
+                       *(("-k", check.select) if check.select else ()), mode=mode)
+        if mode != "none":
+            print(done.stdout[-6000:], file=sys.stderr)
         record = json.loads(out.read_text()) if out.exists() else {"tests": []}
     recorded = "no recorded response" not in done.stdout
     worse: set[str] = set()
@@ -129,7 +134,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rules", nargs="+", default=["permutation", "band"],
                         choices=["permutation", "band"])
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
+    parser.add_argument("--record", nargs=2, metavar=("VARIANT", "SEED"),
+                        help="hold a new check live on all documents (then list it in "
+                             "example_project/recorded.py)")
+    parser.add_argument("--paired", action="store_true",
+                        help="with --record: against bands of the accepted bot at its seeds")
     args = parser.parse_args(argv)
+    if args.record:
+        variant, seed = args.record
+        if variant not in VARIANTS:
+            parser.error(f"unknown variant {variant!r}: one of {', '.join(VARIANTS)}")
+        session = replay(Check(variant, int(seed), None, "", None, args.paired),
+                         "permutation", mode="new")
+        print(f"{variant} seed {seed}: exit {session.exit_code}, {session.status}, "
+              f"worse: {', '.join(session.worse) or '-'}, {session.runs:.2f} runs per document")
+        return 0
     start = time.perf_counter()
     sessions = []
     for check in (c for c in CHECKS if c.variant in args.variants):

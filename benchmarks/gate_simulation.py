@@ -17,8 +17,16 @@ Rules compared, each over both metrics:
 * confirm: the plugin's default. Every document's first candidate run that leaves that
   document's band on the worse side (on any metric) draws 2 more runs with new seeds; then
   ``decide`` on every run drawn (1 or 3 per document).
+* paired: the default at the default seed. The candidate's runs take the baseline's seeds
+  (run j at baseline run j's seed), confirmed as above, and ``decide`` tests the pairs.
 * band: flagged when the first candidate run of any document leaves that document's min..max
   band of the R baseline runs on the worse side, on any metric.
+
+Seeds differ in difficulty (``--seed-sd``): a (document, seed) shifts the chance of a good
+follow-up by a normal draw on the logit scale, shared by both bots at that seed (the seed
+draws the first question and the facts). Unpaired candidate runs take new seeds. At a seed,
+a changed bot's conversation is drawn afresh: the harmless change ``g1 = g0`` is the false
+alarm of the paired rule (an unchanged bot replays its baseline and cannot fail).
 
 False-alarm rate: g1 = g0 (nothing changed). Power: g1 below g0. Wilson 95% intervals.
 """
@@ -45,7 +53,7 @@ SIMULATED = ("forgetfulness", "context_retention")
 
 @dataclass(frozen=True)
 class Job:
-    rule: str  # "new" (its band counted on the same data) or "confirm"
+    rule: str  # "new" (its band counted on the same data), "confirm" or "paired"
     docs: int
     runs: int
     k: int
@@ -56,6 +64,7 @@ class Job:
     g0: float
     turns: int
     alpha: float
+    seed_sd: float
 
 
 @dataclass(frozen=True)
@@ -67,11 +76,14 @@ class Counts:
     candidate_runs: float  # per document, summed over all sessions
 
 
-def dialogues(rng: np.random.Generator, job: Job, good: float, docs: int, runs: int
+def dialogues(rng: np.random.Generator, job: Job, good: float, offsets: np.ndarray
               ) -> np.ndarray:
-    """Scores, shape (metric, document, run): forgetfulness then context_retention."""
+    """Scores, shape (metric, document, run): forgetfulness then context_retention, at
+    seeds whose difficulty ``offsets`` (document, run) shifts ``good`` on the logit scale."""
+    docs, runs = offsets.shape
     shape = (docs, runs, job.turns - 1)
-    truly_good = rng.random(shape) < good
+    chance = 1 / (1 + np.exp(-(math.log(good / (1 - good)) + offsets)))
+    truly_good = rng.random(shape) < chance[..., None]
     forgotten = ~truly_good ^ (rng.random(shape) >= job.q)
     retained = truly_good ^ (rng.random(shape) >= job.q)
     return np.stack([forgotten.mean(axis=-1), retained.mean(axis=-1)])
@@ -101,14 +113,24 @@ def simulate(job: Job) -> Counts:
     flagged = inconclusive = band_flagged = 0
     candidate_runs = 0.0
     for _ in range(job.sessions):
-        baseline = dialogues(rng, job, job.g0, job.docs, job.runs)
-        candidate = dialogues(rng, job, job.g1, job.docs, K_MAX)
+        seeds = rng.normal(0.0, job.seed_sd, (job.docs, job.runs))
+        baseline = dialogues(rng, job, job.g0, seeds)
+        paired = job.rule == "paired"
+        candidate = dialogues(rng, job, job.g1, seeds[:, :K_MAX] if paired
+                              else rng.normal(0.0, job.seed_sd, (job.docs, K_MAX)))
         base = by_metric(baseline)
-        if job.rule == "confirm":
+        if job.rule in ("confirm", "paired"):
             leaves = leaves_band(baseline, candidate[:, :, 0])
             drawn = {m: {f"doc{d}": list(candidate[i, d, :K_MAX if leaves[d] else 1])
                          for d in range(job.docs)} for i, m in enumerate(SIMULATED)}
-            verdicts = decide(base, drawn, alpha=job.alpha)
+            # run j of every document has seed j: the baseline's own when paired
+            runs_seeds = {m: {doc: list(range(len(r)) if paired else
+                                        range(job.runs, job.runs + len(r)))
+                              for doc, r in by_doc.items()} for m, by_doc in drawn.items()}
+            base_seeds = {m: {doc: list(range(job.runs)) for doc in by_doc}
+                          for m, by_doc in base.items()}
+            verdicts = decide(base, drawn, alpha=job.alpha, baseline_seeds=base_seeds,
+                              candidate_seeds=runs_seeds)
             used = int(sum(K_MAX if left else 1 for left in leaves)) / job.docs
         else:
             verdicts = decide(base, by_metric(candidate[:, :, :job.k]), alpha=job.alpha)
@@ -137,10 +159,10 @@ def rate(hits: int, n: int, interval: bool = False) -> str:
 
 def jobs(args: argparse.Namespace) -> list[Job]:
     common = dict(sessions=args.sessions, q=args.q, g0=args.g0, turns=args.turns,
-                  alpha=args.alpha)
+                  alpha=args.alpha, seed_sd=args.seed_sd)
     out = []
-    designs = [("new", d, r, k) for d, r, k in SHAPES] + [("confirm", d, r, 1)
-                                                           for d, r in CONFIRMED]
+    designs = ([("new", d, r, k) for d, r, k in SHAPES]
+               + [(rule, d, r, 1) for rule in ("confirm", "paired") for d, r in CONFIRMED])
     for i, (rule, d, r, k) in enumerate(designs):
         for j, g1 in enumerate((args.g0, *BROKEN)):
             out.append(Job(rule, d, r, k, g1, seed=args.seed * 1000 + 10 * i + j, **common))
@@ -177,6 +199,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--turns", type=int, default=5, help="turns per dialogue (T)")
     parser.add_argument("--alpha", type=float, default=0.05)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed-sd", type=float, default=0.0,
+                        help="how much seeds differ in difficulty (logit scale)")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     args = parser.parse_args(argv)
     start = time.perf_counter()
@@ -185,7 +209,8 @@ def main(argv: list[str] | None = None) -> int:
     with ProcessPoolExecutor(args.workers) as pool:
         done = {c.job: c for c in pool.map(simulate, todo)}
     results = [done[j] for j in jobs(args)]
-    print(f"q = {args.q}, g0 = {args.g0}, T = {args.turns} turns, alpha = {args.alpha} "
+    print(f"q = {args.q}, g0 = {args.g0}, T = {args.turns} turns, seed sd {args.seed_sd}, "
+          f"alpha = {args.alpha} "
           f"(Holm over {len(SIMULATED)} metrics), {args.sessions} sessions per cell\n")
     print(table(results, args.g0))
     print(f"\n{time.perf_counter() - start:.0f} s on {args.workers} workers")

@@ -189,11 +189,14 @@ def _count(values: Iterable[int], noun: str) -> str:
     return f"{lo} {noun}" if lo == hi == 1 else f"{lo}{'' if lo == hi else f'–{hi}'} {noun}s"
 
 
-def _design(strata: list[tuple[np.ndarray, np.ndarray]]) -> str:
-    """E.g. "3 documents × 3 baseline runs × 1 candidate run"."""
-    return " × ".join([_count([len(strata)], "document"),
-                       _count([b.size for b, _ in strata], "baseline run"),
-                       _count([c.size for _, c in strata], "candidate run")])
+def _design(runs: Sequence[int], baseline_runs: Sequence[int] | None = None) -> str:
+    """Per document its candidate runs (and, unpaired, its baseline runs): e.g. "3 documents
+    × 3 baseline runs × 1 candidate run", or "3 documents × 1–2 runs paired by seed"."""
+    documents = _count([len(runs)], "document")
+    if baseline_runs is None:
+        return f"{documents} × {_count(runs, 'run')} paired by seed"
+    return " × ".join([documents, _count(baseline_runs, "baseline run"),
+                       _count(runs, "candidate run")])
 
 
 def decide(baseline: Mapping[str, Scores], candidate: Mapping[str, Scores], *,
@@ -230,13 +233,12 @@ def decide(baseline: Mapping[str, Scores], candidate: Mapping[str, Scores], *,
             p = paired_p(pairs, higher, draws=draws, seed=seed)
             delta = float(np.mean([d.mean() for d in pairs]))
             floor = 0.5 ** sum(int(np.count_nonzero(d)) for d in pairs)
-            design = " × ".join([_count([len(pairs)], "document"),
-                                 _count([d.size for d in pairs], "run") + " paired by seed"])
-            tested[metric] = (design, len(pairs), p, delta, floor, True)
+            tested[metric] = (_design([d.size for d in pairs]), len(pairs), p, delta, floor, True)
             continue
         p = permutation_p(base, candidate[metric], higher, draws=draws, seed=seed)
         delta = float(np.mean([c.mean() - b.mean() for b, c in strata]))
-        tested[metric] = (_design(strata), len(strata), p, delta,
+        tested[metric] = (_design([c.size for _, c in strata], [b.size for b, _ in strata]),
+                          len(strata), p, delta,
                           smallest_p(base, candidate[metric]), False)
     m = len(tested)
     p_values = {metric: entry[2] for metric, entry in tested.items()}
