@@ -62,6 +62,9 @@ CHECKS = [
     Check("top_k 1", 100, None, "inconclusive", "forgetfulness", paired=True),
     Check("history first", 100, None, "inconclusive", "forgetfulness", paired=True),
     Check("history none", 110, None, "inconclusive", "forgetfulness", paired=True),
+    Check("reworded", 100, None, "inconclusive", "faithfulness", paired=True),
+    Check("reworded", 110, None, "passed", None, paired=True),
+    Check("top_k 1", 110, None, "inconclusive", "context_precision", paired=True),
 ]
 
 
