@@ -65,6 +65,7 @@ CHECKS = [
     Check("reworded", 100, None, "inconclusive", "faithfulness", paired=True),
     Check("reworded", 110, None, "passed", None, paired=True),
     Check("top_k 1", 110, None, "inconclusive", "context_precision", paired=True),
+    Check("history first", 110, None, "inconclusive", "forgetfulness", paired=True),
 ]
 
 
