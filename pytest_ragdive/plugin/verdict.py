@@ -18,11 +18,12 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import numpy as np
 
 from ..engine.metrics import METRICS
+from . import power
 
 Scores = Mapping[str, Sequence[float]]  # document -> one score per run
 Seeds = Mapping[str, Sequence[int]]  # document -> the generator's seed of each run
@@ -165,6 +166,16 @@ def holm(p_values: Mapping[str, float], alpha: float) -> set[str]:
     return rejected
 
 
+class _Tested(NamedTuple):
+    design: str
+    documents: int
+    p: float
+    delta: float
+    floor: float  # the smallest p the design can give
+    paired: bool
+    spread: tuple[float, float]  # power's (run-to-run SD, variance factor per document)
+
+
 @dataclass(frozen=True)
 class MetricVerdict:
     """One metric's verdict. ``delta`` is candidate - baseline (mean over documents of the
@@ -215,8 +226,7 @@ def decide(baseline: Mapping[str, Scores], candidate: Mapping[str, Scores], *,
     or p < 0.5. A metric without a shared document gets no verdict.
     """
     suspected = set(suspects) if suspects is not None else None
-    # metric -> design, documents, p, delta, smallest p, paired
-    tested: dict[str, tuple[str, int, float, float, float, bool]] = {}
+    tested: dict[str, _Tested] = {}
     for metric, base in baseline.items():
         if metric not in candidate:
             continue
@@ -233,20 +243,21 @@ def decide(baseline: Mapping[str, Scores], candidate: Mapping[str, Scores], *,
             p = paired_p(pairs, higher, draws=draws, seed=seed)
             delta = float(np.mean([d.mean() for d in pairs]))
             floor = 0.5 ** sum(int(np.count_nonzero(d)) for d in pairs)
-            tested[metric] = (_design([d.size for d in pairs]), len(pairs), p, delta, floor, True)
+            tested[metric] = _Tested(_design([d.size for d in pairs]), len(pairs), p, delta,
+                                     floor, True, power.paired_spread(pairs))
             continue
         p = permutation_p(base, candidate[metric], higher, draws=draws, seed=seed)
         delta = float(np.mean([c.mean() - b.mean() for b, c in strata]))
-        tested[metric] = (_design([c.size for _, c in strata], [b.size for b, _ in strata]),
-                          len(strata), p, delta,
-                          smallest_p(base, candidate[metric]), False)
+        tested[metric] = _Tested(
+            _design([c.size for _, c in strata], [b.size for b, _ in strata]), len(strata),
+            p, delta, smallest_p(base, candidate[metric]), False, power.unpaired_spread(strata))
     m = len(tested)
-    p_values = {metric: entry[2] for metric, entry in tested.items()}
+    p_values = {metric: entry.p for metric, entry in tested.items()}
     rejected = holm(p_values, alpha)
     step = {name: alpha / (m - rank) for rank, (name, _) in enumerate(_holm_order(p_values))}
     first = alpha / m if m else alpha
     verdicts = []
-    for metric, (design, documents, p, delta, floor, is_paired) in tested.items():
+    for metric, (design, documents, p, delta, floor, is_paired, spread) in tested.items():
         leans = delta < 0 if METRICS[metric] else delta > 0
         # one document's first run below its band is not a suspicion the runs keep when
         # they lean the other way over every document (the accepted bot at seed 100)
@@ -261,12 +272,13 @@ def decide(baseline: Mapping[str, Scores], candidate: Mapping[str, Scores], *,
         elif looks_worse and floor > first:
             verdict = "inconclusive"
             reason = (f"{design} cannot reach p ≤ {_fmt(first)} (smallest possible p "
-                      f"{_fmt(floor)}): add documents or runs")
+                      f"{_fmt(floor)}): add documents or runs; "
+                      + power.advice(*spread, documents, delta, first))
         elif looks_worse:
             verdict = "inconclusive"
             reason = (f"{change}, p = {_fmt(p)} > Holm threshold {_fmt(step[metric])}: "
                       "more documents or runs would decide (ragdive_confirm_runs, "
-                      "baseline runs)")
+                      "baseline runs); " + power.advice(*spread, documents, delta, first))
         else:
             verdict = "not worse"
             reason = f"{change}, p = {_fmt(p)}"
