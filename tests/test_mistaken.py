@@ -171,8 +171,8 @@ def test_the_role_and_its_judge_count_only_in_the_digest_of_the_bands_that_use_t
 
 
 def test_the_judge_is_told_both_figures_and_asked_of_the_reply_and_of_the_key() -> None:
-    from pytest_ragdive.engine.questions import judge_prompts
     from pytest_ragdive.engine.models import RagAnswer, Turn
+    from pytest_ragdive.engine.questions import judge_prompts
 
     evidence = "The ferry carries at most 120 passengers."
     premise = false_premise(evidence, 0)

@@ -10,8 +10,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from pytest_ragdive.engine import validator
-from pytest_ragdive.engine.questions import JUDGES
 from pytest_ragdive.engine.metrics import MULTI_TURN_METRICS, ROLE_METRICS
+from pytest_ragdive.engine.questions import JUDGES
 
 from .workload import Config
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest_ragdive as ragdive
-from pytest_ragdive.engine.questions import judge_prompts
 from pytest_ragdive.engine.models import GeneratedTurn, RagAnswer, Turn
+from pytest_ragdive.engine.questions import judge_prompts
 from pytest_ragdive.engine.validator import check_prompt
 from pytest_ragdive.llm.scripted import calls, scripted
 
