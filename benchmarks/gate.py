@@ -3,6 +3,7 @@
     python benchmarks/gate.py            # every committed session, both rules (about 10 min)
     python benchmarks/gate.py --rules permutation --variants accepted
     python benchmarks/gate.py --record reworded 100 --paired   # a new check, live (20-40 min)
+    python benchmarks/gate.py --sizing   # documents a change needs, from the bands' spread
 
 Each session is ``pytest -m ragdive`` in a copy of ``example_project/`` at one seed the
 committed bands were not recorded with, replayed from the committed response cache (no
@@ -27,10 +28,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 EXAMPLE = Path(__file__).resolve().parents[1] / "example_project"
 sys.path.insert(0, str(EXAMPLE))
 
-from recorded import CHECKS, UNSEEN, VARIANTS, Check  # noqa: E402
+from recorded import BANDS, CHECKS, UNSEEN, VARIANTS, Check  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -129,6 +132,28 @@ def table(sessions: list[Session]) -> str:
     return "\n".join(lines)
 
 
+def sizing(changes: tuple[float, ...] = (0.1, 0.2, 0.3), level: float = 0.01) -> str:
+    """Per metric, the committed baseline runs' within-document spread and the documents
+    that detect each change 80% of the time (3 baseline runs, 1 or 3 candidate runs each),
+    at Holm's first threshold over 5 metrics."""
+    from pytest_ragdive.plugin import power
+
+    runs: dict[str, list[np.ndarray]] = {}
+    for band in sorted(BANDS.glob("test_cityguide_bot[[]*].json")):
+        for metric, entry in json.loads(band.read_text())["metrics"].items():
+            runs.setdefault(metric, []).append(np.asarray(entry["runs"], dtype=float))
+    lines = ["| metric | run-to-run SD | " + " | ".join(
+        f"change {c}: documents, 1 / 3 candidate runs" for c in changes) + " |",
+        "|---|---|" + "---|" * len(changes)]
+    for metric, groups in sorted(runs.items()):
+        sd = power.pooled_sd(groups)
+        cells = [" / ".join(str(power.documents_for(c, sd, 1 / 3 + 1 / k, level,
+                                                    math.comb(3 + k, k)) or "-")
+                            for k in (1, 3)) for c in changes]
+        lines.append(f"| {metric} | {sd:.2f} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rules", nargs="+", default=["permutation", "band"],
@@ -139,7 +164,12 @@ def main(argv: list[str] | None = None) -> int:
                              "example_project/recorded.py)")
     parser.add_argument("--paired", action="store_true",
                         help="with --record: against bands of the accepted bot at its seeds")
+    parser.add_argument("--sizing", action="store_true",
+                        help="print the documents a change needs, from the bands' spread")
     args = parser.parse_args(argv)
+    if args.sizing:
+        print(sizing())
+        return 0
     if args.record:
         variant, seed = args.record
         if variant not in VARIANTS:

@@ -51,7 +51,7 @@ def test_an_inconclusive_verdict_says_how_many_documents_would_decide() -> None:
 
 
 def test_runs_that_never_vary_ask_for_runs_not_a_size() -> None:
-    assert power.advice(0.0, 1.0, 3, 0.2, 0.01) == \
+    assert power.advice(0.0, 1.0, 3, 1 / 64, 0.2, 0.01) == \
         "the runs do not vary: add runs to size the design"
 
 
@@ -60,3 +60,9 @@ def test_a_band_of_identical_runs_is_sized_by_every_run() -> None:
     strata = [(np.zeros(3), np.array([0.5, 0.0])), (np.zeros(3), np.array([0.0, 0.5]))]
     sd, factor = power.unpaired_spread(strata)
     assert sd > 0 and factor == pytest.approx(1 / 3 + 1 / 2)
+
+
+def test_no_fewer_documents_than_let_the_exact_test_reach_its_level() -> None:
+    # 3 baseline runs and 1 candidate run: 4 labellings a document, 4^3 = 64 < 100
+    assert power.documents_for(5.0, 0.1, 4 / 3, 0.01, labellings=4) == 4
+    assert power.documents_for(5.0, 0.1, 4 / 3, 0.01) == 1

@@ -19,7 +19,7 @@ POWER = 0.8
 MOST_DOCUMENTS = 1000  # beyond this, "more than": no one runs such a suite
 
 
-def _pooled_sd(groups: Sequence[np.ndarray]) -> float:
+def pooled_sd(groups: Sequence[np.ndarray]) -> float:
     """The within-group standard deviation pooled over groups of two or more values."""
     squares = sum(float(((g - g.mean()) ** 2).sum()) for g in groups if g.size > 1)
     freedom = sum(g.size - 1 for g in groups if g.size > 1)
@@ -32,7 +32,7 @@ def unpaired_spread(strata: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[fl
     The SD is the baseline runs' within-document spread; where they never vary (a band
     [0, 0]) every run's, baseline and candidate together, so that a first noisy run still
     gets a size."""
-    sd = _pooled_sd([b for b, _ in strata]) or _pooled_sd([np.concatenate(s) for s in strata])
+    sd = pooled_sd([b for b, _ in strata]) or pooled_sd([np.concatenate(s) for s in strata])
     return sd, float(np.mean([1 / b.size + 1 / c.size for b, c in strata]))
 
 
@@ -53,23 +53,30 @@ def detectable(sd: float, factor: float, documents: int, level: float) -> float:
     return _z(level) * sd * math.sqrt(factor / documents)
 
 
-def documents_for(change: float, sd: float, factor: float, level: float) -> int | None:
+def documents_for(change: float, sd: float, factor: float, level: float,
+                  labellings: float = math.inf) -> int | None:
     """Documents (at the same runs each) that detect ``change`` with 80% power; None past
-    ``MOST_DOCUMENTS``."""
+    ``MOST_DOCUMENTS``. With ``labellings`` per document (C(R + k, k) unpaired, 2^n for n
+    pairs) at least as many as let the exact test reach ``level`` at all."""
     if change <= 0:
         return None
     needed = math.ceil(factor * (_z(level) * sd / change) ** 2)
+    if labellings < math.inf:
+        needed = max(needed, math.ceil(math.log(1 / level) / math.log(labellings) - 1e-9))
     return needed if needed <= MOST_DOCUMENTS else None
 
 
-def advice(sd: float, factor: float, documents: int, change: float, level: float) -> str:
+def advice(sd: float, factor: float, documents: int, floor: float, change: float,
+           level: float) -> str:
     """E.g. "at the runs' spread (SD 0.21) this design detects a change of 0.35 80% of the
-    time; about 20 documents would detect 0.150"."""
+    time; about 20 documents would detect 0.150", for a design of ``documents`` whose
+    smallest p is ``floor``."""
     if sd <= 0:
         return "the runs do not vary: add runs to size the design"
     text = (f"at the runs' spread (SD {sd:.2f}) this design detects a change of "
             f"{detectable(sd, factor, documents, level):.2f} {POWER:.0%} of the time")
-    needed = documents_for(abs(change), sd, factor, level)
+    labellings = floor ** (-1 / documents) if floor < 1 else math.inf
+    needed = documents_for(abs(change), sd, factor, level, labellings)
     if needed is not None and needed > documents:
         text += f"; about {needed} documents would detect {abs(change):.3f}"
     elif needed is None and change:

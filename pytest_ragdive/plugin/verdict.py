@@ -273,12 +273,12 @@ def decide(baseline: Mapping[str, Scores], candidate: Mapping[str, Scores], *,
             verdict = "inconclusive"
             reason = (f"{design} cannot reach p ≤ {_fmt(first)} (smallest possible p "
                       f"{_fmt(floor)}): add documents or runs; "
-                      + power.advice(*spread, documents, delta, first))
+                      + power.advice(*spread, documents, floor, delta, first))
         elif looks_worse:
             verdict = "inconclusive"
             reason = (f"{change}, p = {_fmt(p)} > Holm threshold {_fmt(step[metric])}: "
                       "more documents or runs would decide (ragdive_confirm_runs, "
-                      "baseline runs); " + power.advice(*spread, documents, delta, first))
+                      "baseline runs); " + power.advice(*spread, documents, floor, delta, first))
         else:
             verdict = "not worse"
             reason = f"{change}, p = {_fmt(p)}"
