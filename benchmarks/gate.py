@@ -3,7 +3,7 @@
     python benchmarks/gate.py            # every committed session, both rules (about 10 min)
     python benchmarks/gate.py --rules permutation --variants accepted
     python benchmarks/gate.py --record reworded 100 --paired   # a new check, live (20-40 min)
-    python benchmarks/gate.py --sizing   # documents a change needs, from the bands' spread
+    python benchmarks/gate.py --sizing [__ragdive__/test_bot]   # documents a change needs
 
 Each session is ``pytest -m ragdive`` in a copy of ``example_project/`` at one seed the
 committed bands were not recorded with, replayed from the committed response cache (no
@@ -132,14 +132,15 @@ def table(sessions: list[Session]) -> str:
     return "\n".join(lines)
 
 
-def sizing(changes: tuple[float, ...] = (0.1, 0.2, 0.3), level: float = 0.01) -> str:
-    """Per metric, the committed baseline runs' within-document spread and the documents
-    that detect each change 80% of the time (3 baseline runs, 1 or 3 candidate runs each),
-    at Holm's first threshold over 5 metrics."""
+def sizing(folder: Path, changes: tuple[float, ...] = (0.1, 0.2, 0.3), level: float = 0.01
+           ) -> str:
+    """Per metric, the within-document spread of the baseline runs in ``folder``'s item band
+    files and the documents that detect each change 80% of the time (3 baseline runs, 1 or 3
+    candidate runs each), at Holm's first threshold over 5 metrics."""
     from pytest_ragdive.plugin import power
 
     runs: dict[str, list[np.ndarray]] = {}
-    for band in sorted(BANDS.glob("test_cityguide_bot[[]*].json")):
+    for band in sorted(folder.glob("*[[]*].json")):
         for metric, entry in json.loads(band.read_text())["metrics"].items():
             runs.setdefault(metric, []).append(np.asarray(entry["runs"], dtype=float))
     lines = ["| metric | run-to-run SD | " + " | ".join(
@@ -164,11 +165,12 @@ def main(argv: list[str] | None = None) -> int:
                              "example_project/recorded.py)")
     parser.add_argument("--paired", action="store_true",
                         help="with --record: against bands of the accepted bot at its seeds")
-    parser.add_argument("--sizing", action="store_true",
-                        help="print the documents a change needs, from the bands' spread")
+    parser.add_argument("--sizing", nargs="?", const=BANDS, type=Path, metavar="FOLDER",
+                        help="print the documents a change needs, from the spread of the "
+                             "item band files in FOLDER (default: the example's)")
     args = parser.parse_args(argv)
     if args.sizing:
-        print(sizing())
+        print(sizing(args.sizing))
         return 0
     if args.record:
         variant, seed = args.record
