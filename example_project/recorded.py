@@ -58,6 +58,8 @@ CHECKS = [
     Check("accepted", 110, None, "inconclusive", "faithfulness"),
     Check("top_k 1", 100, None, "passed", None),
     Check("history first", 100, None, "passed", None),
+    Check("reworded", 100, None, "passed", None),
+    Check("top_k 1", 110, None, "passed", None),
     Check("history none", 100, None, "regressed", "forgetfulness", paired=True),
     Check("top_k 1", 100, None, "inconclusive", "forgetfulness", paired=True),
     Check("history first", 100, None, "inconclusive", "forgetfulness", paired=True),
