@@ -135,8 +135,9 @@ def table(sessions: list[Session]) -> str:
 def sizing(folder: Path, changes: tuple[float, ...] = (0.1, 0.2, 0.3), level: float = 0.01
            ) -> str:
     """Per metric, the within-document spread of the baseline runs in ``folder``'s item band
-    files and the documents that detect each change 80% of the time (3 baseline runs, 1 or 3
-    candidate runs each), at Holm's first threshold over 5 metrics."""
+    files and the documents that detect each change 80% of the time (as many baseline runs
+    as the files hold, 1 or 3 candidate runs each), at Holm's first threshold over 5
+    metrics."""
     from pytest_ragdive.plugin import power
 
     runs: dict[str, list[np.ndarray]] = {}
@@ -147,9 +148,9 @@ def sizing(folder: Path, changes: tuple[float, ...] = (0.1, 0.2, 0.3), level: fl
         f"change {c}: documents, 1 / 3 candidate runs" for c in changes) + " |",
         "|---|---|" + "---|" * len(changes)]
     for metric, groups in sorted(runs.items()):
-        sd = power.pooled_sd(groups)
-        cells = [" / ".join(str(power.documents_for(c, sd, 1 / 3 + 1 / k, level,
-                                                    math.comb(3 + k, k)) or "-")
+        sd, r = power.pooled_sd(groups), round(float(np.median([g.size for g in groups])))
+        cells = [" / ".join(str(power.documents_for(c, sd, 1 / r + 1 / k, level,
+                                                    math.comb(r + k, k)) or "-")
                             for k in (1, 3)) for c in changes]
         lines.append(f"| {metric} | {sd:.2f} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
