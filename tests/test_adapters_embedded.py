@@ -353,7 +353,7 @@ def test_a_langchain_retrieval_chain_on_the_embedded_model(
 def test_a_llamaindex_chat_engine_on_the_embedded_model(
     pytester: pytest.Pytester, read: set[Path]
 ) -> None:
-    from test_adapters_llamaindex import retrieved
+    from test_adapters_llamaindex import kb_index
 
     first, second = converse(pytester, "llamaindex", "llamaindex_bot", read)["turns"]
     # turn 1 answers without condensing; turn 2 condenses the follow-up, then answers
@@ -368,7 +368,8 @@ def test_a_llamaindex_chat_engine_on_the_embedded_model(
                                    ("user", asked(second))]
     assert answer.messages[0][0] == "system" and SYSTEM in answer.messages[0][1]
     # the contexts are the source nodes the engine retrieved: for the question, then the
-    # condensed question
-    assert first["answer"]["contexts"] == retrieved(asked(first))
-    assert second["answer"]["contexts"] == retrieved(condense.reply)
+    # condensed question (from the recorded embeddings: this CPU's may rank otherwise)
+    retriever = kb_index(RecordedE5("llamaindex")).as_retriever(similarity_top_k=2)
+    for turn, query in [(first, asked(first)), (second, condense.reply)]:
+        assert turn["answer"]["contexts"] == [n.get_content() for n in retriever.retrieve(query)]
     assert second["answer"]["answer"] == answer.reply
