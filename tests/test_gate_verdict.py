@@ -313,6 +313,29 @@ def test_a_first_run_the_generator_cannot_hold_is_held_again_with_the_next_seed(
     assert result.ret == pytest.ExitCode.OK
 
 
+def test_an_update_whose_runs_all_fail_to_hold_holds_the_conversation_again(
+    project: pytest.Pytester,
+) -> None:
+    from conftest import PROJECT_CONFTEST
+
+    # one run per item, and alpha's (the first dialogue held) asks turn 1 again and again:
+    # without holding it again, the test would get no band at all
+    stuck = STUCK_GENERATOR.replace("STUCK", "1").replace("MEMORY", "recalls {len(history)}")
+    project.makeconftest(PROJECT_CONFTEST + stuck)
+    project.makepyfile(test_bot=BODY.replace("runs=3", "runs=1"))
+    update = project.runpytest("-m", "ragdive", "-p", "no:xdist", "--ragdive-update")
+    update.assert_outcomes(passed=2)
+    band = json.loads((project.path / "__ragdive__" / "test_bot" / "test_bot[alpha].json")
+                      .read_text())
+    assert band["metrics"]["correctness"]["seeds"] == [1]  # seed 0 was not held
+    # a check at the default seed fails at seed 0 the same way, holds seed 1 again, and
+    # replays the band's run
+    check = project.runpytest("-m", "ragdive", "-p", "no:xdist", "--ragdive-record-mode=none")
+    check.stdout.fnmatch_lines(["test_bot.py::test_bot  (2 documents): passed",
+                                "*model calls 0,*"])
+    assert check.ret == pytest.ExitCode.OK
+
+
 def test_a_first_run_with_a_metric_the_judge_could_not_score_still_draws_confirmation(
     recorded,
 ) -> None:

@@ -20,8 +20,9 @@ if TYPE_CHECKING:
     from .scheduling import Progress, Runner
 
 
-#: how many times a check holds a document's first conversation again when the generator
-#: wrote no turn the validator accepts (the failed runs are listed, "not held")
+#: how many times an item holds its conversation again when the generator wrote no turn the
+#: validator accepts in any of its runs (a check's one, an update's all; the failed runs are
+#: listed, "not held")
 HELD_AGAIN = 2
 
 
@@ -123,10 +124,11 @@ class Runs:
                 if isinstance(doc, (Document, DocumentGroup)):
                     submit(other, doc)
         dialogues = progress.wait(own)
-        last = first
-        while (not self.update and "generation" in dialogues[0].errors
-               and last < first + HELD_AGAIN):
-            # the generator, not the bot, failed: the check holds its conversation again
+        last = seeds[-1]
+        while (all("generation" in d.errors for d in dialogues)
+               and last < seeds[-1] + HELD_AGAIN):
+            # the generator, not the bot, failed every run: the item holds its conversation
+            # again (a check's first run; on update, so that its band has a run)
             last += 1
             dialogues = [*progress.wait([runner.submit((item.nodeid, last),
                                                        start(document, last))]), *dialogues]
