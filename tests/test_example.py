@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import sys
 from pathlib import Path
@@ -114,3 +115,48 @@ def test_the_band_rule_fails_the_unchanged_bot_the_permutation_verdict_passes(
                     "-k", FIRST_THREE, "--ragdive-verdict=band")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["*scores left their baseline band:*"])
+
+
+def test_the_conversations_beyond_one_document_replay_and_hold_what_each_kind_promises(
+    pytester: pytest.Pytester, example: Path
+) -> None:
+    from pytest_ragdive.engine.premises import refuted
+    from pytest_ragdive.plugin.run_record import RunRecord
+
+    # beyond/ is its own suite: the main one leaves it out (collect_ignore), this runs it
+    result = pytester.runpytest("beyond", "-m", "ragdive", "--ragdive-record-mode=none",
+                                "-p", "no:xdist", "--ragdive-cache-dir=.ragdive/beyond",
+                                "--ragdive-json=run.json")
+    result.assert_outcomes(passed=10 + 5)  # ten items and the five tests' verdicts
+    result.stdout.fnmatch_lines(["*model calls 0, cache hits *"])
+    run = RunRecord.model_validate_json((example / "run.json").read_text())
+    dialogues = {t.key.split("::")[-1]: [i.dialogue for i in t.items if i.dialogue]
+                 for t in run.tests}
+    assert all(len(d) == len(t.items) for t, d in zip(run.tests, dialogues.values()))
+    # a group's conversation moves to its other document and quotes the one it names
+    for dialogue in dialogues["test_across_documents"]:
+        group = dialogue.document_id.split("+")
+        sources = [s for t in dialogue.turns for s in t.generated.source.split("+")]
+        assert set(sources) == set(group), (dialogue.document_id, sources)
+    # a real user's first message goes to the bot as it was written
+    openers = {json.loads(line)["message"]: json.loads(line)["document"]
+               for line in (example / "beyond" / "openers.jsonl").read_text().splitlines()}
+    for dialogue in dialogues["test_from_real_first_messages"]:
+        assert openers[dialogue.turns[0].generated.rag_input] == dialogue.document_id
+    # the mistaken user's follow-ups state a premise their evidence refutes, and are judged
+    for dialogue in dialogues["test_mistaken_user"]:
+        for turn in dialogue.turns[1:]:
+            assert refuted(turn.generated.premise, turn.generated.evidence)
+            assert turn.generated.premise in turn.generated.rag_input
+        assert "premise_corrected" in dialogue.scores
+    # the vague user asks what several facts answer, and whether the reply clarified is scored
+    vague = [t for d in dialogues["test_vague_user"] for t in d.turns if t.generated.readings]
+    assert vague and all(len(t.generated.readings) >= 2 for t in vague)
+    assert all(t.judgements["clarified"].score is not None for t in vague)
+    # the switching user goes to the other document and comes back to the first unnamed
+    for dialogue in dialogues["test_switching_user"]:
+        shifts = [t.generated.topic_shift for t in dialogue.turns]
+        assert shifts == ["", "switch", "return", "switch"][:len(shifts)]
+        first = dialogue.turns[0].generated.source
+        assert [t.generated.source == first for t in dialogue.turns] == [
+            s in ("", "return") for s in shifts]
