@@ -101,6 +101,8 @@ def main(argv: list[str] | None = None) -> int:
                              for c in r.verdict.categories)
         held = sum(not d.errors.get("dialogue") for d in dialogues)
         rejected = attempts - sum(len(d.turns) for d in dialogues)
+        # a run not held had every attempt at one turn rejected: 5 with the example's ini
+        # (ragdive_max_regenerations = 4); its other turns' attempts are not in the record
         again = sum("not held" in line for i in test.items for line in i.result.get("unscored", []))
         print(f"\n{name}: {held} of {len(dialogues)} dialogues held, "
               f"{sum(len(d.turns) for d in dialogues)} turns; runs not held and held again with "
