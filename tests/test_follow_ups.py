@@ -8,6 +8,7 @@ import pytest
 from pytest_ragdive.engine.follow_ups import (
     chat_message,
     depends_on_conversation,
+    follow_up,
     leans_back,
     refer_back,
 )
@@ -75,6 +76,48 @@ def test_the_models_message_is_kept_when_it_leans_on_the_conversation() -> None:
     assert chat_message("CityCycle launch", standalone, FIRST, FIRST) == "When was it launched?"
     # nothing to refer to: the model's message, for the validator to judge
     assert chat_message("Bridge?", "Who designed the harbour bridge?", FIRST, FIRST) == "Bridge?"
+
+
+@pytest.mark.parametrize(("standalone", "message"), [
+    ("When did the first motor bus route of Brenmouth Regional Buses open?",
+     "When did its first motor bus route open?"),
+    ("Who repairs the bicycles of CityCycle?", "Who repairs its bicycles?"),
+])
+def test_what_belongs_to_the_phrase_the_conversation_said_becomes_its(standalone: str,
+                                                                     message: str) -> None:
+    said = [*FIRST, *BUSES]
+    assert refer_back(standalone, said, said) == message
+
+
+def test_a_phrase_after_a_quantifier_stays() -> None:
+    said = ["What is the tram network?", "Every tram has two wheelchair spaces."]
+    assert refer_back("What does every tram carry?", said, said) is None
+
+
+BUSES = ["Who runs Brenmouth Regional Buses?", "Brenmouth Regional Buses are run by Valleybus."]
+
+
+def test_a_question_naming_only_its_own_fact_is_asked_about_the_conversations_subject() -> None:
+    message, standalone = follow_up("When did the first motor bus route open?",
+                                    "When did the first motor bus route open?", BUSES, BUSES,
+                                    "Brenmouth Regional Buses")
+    assert message == "When did the first motor bus route open?"
+    assert standalone == "About Brenmouth Regional Buses: When did the first motor bus route open?"
+    assert depends_on_conversation(message, standalone, BUSES)
+    # a conversation that never named the subject gives the question nothing to lean on
+    other = ["What is CityCycle?", "A bike-share scheme."]
+    message, standalone = follow_up("When did the first motor bus route open?",
+                                    "When did the first motor bus route open?", other, other,
+                                    "Brenmouth Regional Buses")
+    assert not depends_on_conversation(message, standalone, other)
+
+
+def test_a_question_that_already_leans_back_keeps_its_stand_alone_form() -> None:
+    assert follow_up("When was Valleybus founded?", "When was Valleybus founded?", BUSES, BUSES,
+                     "Brenmouth Regional Buses") == ("When was it founded?",
+                                                     "When was Valleybus founded?")
+    assert follow_up("Who owns X?", "Who owns X?", BUSES, BUSES, None) == (
+        "Who owns X?", "Who owns X?")
 
 
 def turn(rag_input: str, standalone: str) -> GeneratedTurn:

@@ -79,8 +79,8 @@ def repeated_question(candidate: GeneratedTurn, earlier: Sequence[GeneratedTurn]
     for index, turn in enumerate(earlier, 1):
         same_text = _normalized(candidate.rag_input) == _normalized(turn.rag_input)
         if same_text or _overlap(candidate.standalone_question, turn.standalone_question) >= 0.75:
-            return (f"it asks again what turn {index} asked ({turn.standalone_question!r}); "
-                    f"ask about another fact")
+            # the earlier question is not quoted: a small model copies what it is shown
+            return f"it asks again what turn {index} asked; ask about the fact you are given"
     return None
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
-from .checks import content_words, repeated_subject, words
+from .checks import content_words, repeated_subject, singular, words
 from .models import GeneratedTurn, Turn
 
 #: a token is a word or a mark, or a name with its number and label ("Line 2 (green)"), so
@@ -36,6 +36,7 @@ _PREPOSITIONS = frozenset(
 _SHORT_PREPOSITIONS = frozenset(["on", "in", "at", "to", "for", "from", "with", "by", "of",
                                  "into", "over", "under", "about"])
 _RELATIVE = frozenset(["that", "which", "who"])
+_QUANTIFIERS = frozenset(["every", "each", "all", "any", "some", "no", "both", "either"])
 _BE_HAVE = frozenset(["is", "are", "was", "were", "has", "have", "had"])
 _AUXILIARIES = frozenset(["did", "does", "do", "can", "could", "will", "would", "should", "may",
                           "might", "must", "shall"])
@@ -93,6 +94,24 @@ def chat_message(message: str, standalone: str, said: Sequence[str], last: Seque
     return refer_back(standalone, said, last) or message
 
 
+def follow_up(message: str, standalone: str, said: Sequence[str], last: Sequence[str],
+              subject: str | None) -> tuple[str, str]:
+    """The message to send and its stand-alone question.
+
+    A follow-up about a fact that names its own subject ("When did the first motor bus
+    route open?") leans on nothing the conversation said, though a user asks it only
+    because the conversation is about the regional buses. When neither the model's message
+    nor :func:`refer_back` depends on the conversation, the stand-alone question says what
+    the conversation is about (``subject``, the document's heading): "About Brenmouth
+    Regional Buses: When did ...?". The message, which leaves that out, then depends on
+    the conversation the way a user's topic-less question does."""
+    sent = chat_message(message, standalone, said, last)
+    if subject is None or depends_on_conversation(sent, standalone, said):
+        return sent, standalone
+    anchored = f"About {subject}: {standalone}"
+    return (sent if depends_on_conversation(sent, anchored, said) else message), anchored
+
+
 def refer_back(standalone: str, said: Sequence[str], last: Sequence[str]) -> str | None:
     """``standalone`` with the phrase it takes from the conversation replaced by a pronoun.
 
@@ -104,6 +123,7 @@ def refer_back(standalone: str, said: Sequence[str], last: Sequence[str]) -> str
     """
     spoken = {w for text in said for w in content_words(text)}
     heard = {w for text in last for w in content_words(text)}
+    spoken_singular = {singular(w) for w in spoken}
     earlier = [f" {' '.join(words(text))} " for text in said]
 
     def rank(tokens: list[str], begin: int, end: int) -> tuple[int, ...] | None:
@@ -112,7 +132,11 @@ def refer_back(standalone: str, said: Sequence[str], last: Sequence[str]) -> str
                  if t[:1].isupper() and (begin or t is not tokens[0])}
         verbatim = any(f" {' '.join(words(' '.join(tokens[begin:end])))} " in text
                        for text in earlier)
-        if not meaning or not (verbatim or names & spoken):
+        if begin and tokens[begin - 1].lower() in _QUANTIFIERS:  # "every tram": not "every it"
+            return None
+        # a name alone is not enough: "a Brenmouth library card" is not "Brenmouth"
+        known = names & spoken and {singular(w) for w in meaning} <= spoken_singular
+        if not meaning or not (verbatim or known):
             return None
         return (bool(meaning & heard), bool(names), len(meaning))
 
@@ -140,9 +164,26 @@ def put_pronoun(text: str, rank: Callable[[list[str], int, int], tuple[int, ...]
     while end < len(tokens) and tokens[end][:1].isdigit():  # its number: "line 3" is a name
         end += 1
     said = replace(tokens, begin, end) if replace else None
-    rest = [*tokens[:begin], said or _pronoun(tokens, begin, end), *tokens[end:]]
+    rest = ([*tokens[:begin], said, *tokens[end:]] if said
+            else _possessive(tokens, begin, end)
+            or [*tokens[:begin], _pronoun(tokens, begin, end), *tokens[end:]])
     joined = re.sub(r"\s+([?.!,;:])", r"\1", " ".join(rest))
     return joined[0].upper() + joined[1:]
+
+
+def _possessive(tokens: list[str], begin: int, end: int) -> list[str] | None:
+    """The tokens with "the X of <phrase>" written "its X" ("their X" for a plural); None
+    when the phrase does not follow "of" after another phrase."""
+    of = begin - 1
+    if of < 1 or tokens[of].lower() != "of" or not content_words(tokens[of - 1]):
+        return None
+    start = of - 1
+    while (start > 0 and content_words(tokens[start - 1])
+           and tokens[start - 1].lower() not in _PREPOSITIONS):
+        start -= 1
+    head = start - 1 if start > 0 and tokens[start - 1].lower() in DETERMINERS else start
+    owner = "its" if _pronoun(tokens, begin, end) == "it" else "their"
+    return [*tokens[:head], owner, *tokens[start:of], *tokens[end:]]
 
 
 def _phrases(tokens: list[str]) -> list[tuple[int, int]]:
@@ -182,6 +223,8 @@ def _verb_trimmed(tokens: list[str], begin: int, end: int) -> int:
     if end - begin < 2 or before < 0:
         return end
     auxiliary, last = tokens[before].lower(), tokens[end - 1].lower()
+    if auxiliary == "of":  # "When did the route of the network open?": the question's own
+        auxiliary = next((t.lower() for t in tokens[:2] if t.lower() in _AUXILIARIES), "")
     if auxiliary in _AUXILIARIES or (auxiliary in _BE_HAVE and last.endswith(("ed", "en"))):
         return end - 1
     return end

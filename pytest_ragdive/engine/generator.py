@@ -9,7 +9,7 @@ from pydantic import BaseModel
 from ..llm.client import LLMClient
 from ..llm.model import Model
 from .facts import Asked, next_facts
-from .follow_ups import chat_message, said_before
+from .follow_ups import follow_up, said_before
 from .models import Document, DocumentGroup, GeneratedTurn, Turn
 from .premises import ROLE as MISTAKEN
 from .premises import false_premise, figures
@@ -111,6 +111,9 @@ async def generate_turn(
     elif history:
         asked = next_facts(group, history, seed, eligible=figures if role == MISTAKEN else None)
     fact = "\n".join(asked.facts) if asked else ""
+    # what the fact is about, for a stand-alone question to name: one document's heading
+    of = group.get(asked.sources[0]) if asked and len(asked.sources) == 1 else None
+    subject = of.subject if of else None
     premise = false_premise(fact, seed) if role == MISTAKEN and history else None
     about = ({"sources": [(d.id, d.text) for d in group.documents],
               "names": " or ".join(f'"{d.id}"' for d in group.documents),
@@ -121,7 +124,7 @@ async def generate_turn(
         group=many,
         role=role_description(role),
         history=history_view(history),
-        asked=[t.generated.standalone_question for t in history],
+        subject=subject,
         opener=opener if not history else None,
         index=len(history) + 1,
         feedback=feedback,
@@ -156,8 +159,10 @@ async def generate_turn(
     said, last = said_before(history), said_before(history[-1:])
     if premise:
         said, last = [*said, premise], [premise]
-    message = chat_message(nxt.rag_input, nxt.standalone_question, said, last)
-    turn = GeneratedTurn(**{**nxt.model_dump(), "rag_input": message, "evidence": fact})
+    message, standalone = follow_up(nxt.rag_input, nxt.standalone_question, said, last,
+                                    subject)
+    turn = GeneratedTurn(**{**nxt.model_dump(), "rag_input": message,
+                            "standalone_question": standalone, "evidence": fact})
     if many:
         crossing = {"question_type": "cross_document"} if len(asked.sources) > 1 else {}
         turn = turn.model_copy(update={"source": "+".join(asked.sources), **crossing})
