@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
             client=client, turns=args.turns, role="precise", validation="once",
             max_regenerations=4, seed=seed))
     ]
-    n_follow_ups = leaning = depends = repeated = 0
+    n_follow_ups = leaning = depends = subject_only = repeated = 0
     keys = supported = unchecked = attempts = crossing = both = 0
     categories: Counter[str] = Counter()
     for dialogue in dialogues:
@@ -88,8 +88,11 @@ def main(argv: list[str] | None = None) -> int:
                 n_follow_ups += 1
                 said = follow_ups.said_before(earlier)
                 leaning += follow_ups.leans_back(turn.generated, earlier) is None
-                depends += follow_ups.depends_on_conversation(
+                dependent = follow_ups.depends_on_conversation(
                     turn.generated.rag_input, turn.generated.standalone_question, said)
+                depends += dependent
+                subject_only += dependent and follow_ups.about_subject(
+                    turn.generated.standalone_question)
                 repeated += checks.repeated_question(
                     turn.generated, [t.generated for t in earlier]) is not None
                 unchecked += not turn.validated
@@ -98,6 +101,8 @@ def main(argv: list[str] | None = None) -> int:
           f"{leaning} of {n_follow_ups}")
     print(f"follow-up turns whose message leaves out something its stand-alone question names "
           f"and the conversation said: {depends} of {n_follow_ups}")
+    print(f"  of which the message leaves out only what the conversation is about (the "
+          f"stand-alone question 'About <subject>: ...'): {subject_only}")
     print(f"follow-up turns asking again: {repeated} of {n_follow_ups}")
     print(f"answer keys matching a quoted sentence of their document with every figure: "
           f"{supported} of {keys}")

@@ -44,3 +44,17 @@ def test_naming_the_document_is_caught() -> None:
     assert checks.mentions_source(turn()) is None
     found = checks.mentions_source(turn(rag_input="What does the text say about e-bikes?"))
     assert found is not None and "the text" in found
+
+
+def test_a_follow_up_must_ask_about_something_its_fact_adds_to_the_conversation() -> None:
+    said = ["What is CityCycle?", "Brenmouth's public bike-share scheme, with 1,150 bicycles."]
+    fact = "It was launched on 1 June 2014 with 300 bicycles."
+    asked = turn(standalone="When was CityCycle launched?", evidence=fact)
+    assert checks.asks_its_fact(asked, [], said) is None  # "launched": another form counts
+    assert checks.asks_its_fact(turn(standalone="How many bicycles did CityCycle start with, "
+                                     "in 2014?", evidence=fact), [], said) is None
+    # about the conversation again, keyed with the fact
+    drifted = turn(standalone="How many bicycles does CityCycle have?", evidence=fact)
+    assert "asks nothing that the fact states" in (checks.asks_its_fact(drifted, [], said) or "")
+    # a fact asked about before (a short document ran out of facts) is the repeat check's
+    assert checks.asks_its_fact(drifted, [asked], said) is None

@@ -122,8 +122,11 @@ def test_turn_failing_an_exact_check_is_regenerated_with_the_reason(tmp_path: Pa
     dialogue = run(model, Bot(), tmp_path, turns=2)
     assert dialogue.errors == {}
     rejected = dialogue.turns[1].rejections
-    assert [r.verdict.categories for r in rejected] == [["rag_input_not_connected"]]
+    # nor about the fact the plugin gave ("It opened in 1931.")
+    assert [r.verdict.categories for r in rejected] == [["ground_truth",
+                                                         "rag_input_not_connected"]]
     assert "can be understood without the conversation" in rejected[0].verdict.feedback
+    assert "asks nothing that the fact states" in rejected[0].verdict.feedback
     # the model repeated the subject; the message refers to it instead
     assert dialogue.turns[1].generated.rag_input == "When did it open?"
     assert dialogue.turns[1].generated.standalone_question == "When did the Alder Tower open?"
@@ -204,8 +207,8 @@ def test_validation_once_judges_one_attempt_and_takes_the_next_that_passes_exact
 
 def test_validation_once_still_applies_the_exact_checks(tmp_path: Path) -> None:
     def next_question(messages: list[dict]) -> dict:  # never about the conversation
-        return {"standalone_question": "Who designed the harbour bridge?",
-                "rag_input": "Who designed the harbour bridge?", "evidence": "It opened in 1931.",
+        return {"standalone_question": "When did the harbour bridge open?",
+                "rag_input": "When did the harbour bridge open?", "evidence": "It opened in 1931.",
                 "ground_truth": "In 1931.", "question_type": "follow_up"}
 
     model = scripted({"FirstQuestion": lambda m: TALL, "NextQuestion": next_question,

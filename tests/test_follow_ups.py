@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_ragdive.engine.follow_ups import (
+    about_subject,
     chat_message,
     depends_on_conversation,
     follow_up,
@@ -103,7 +104,7 @@ def test_a_question_naming_only_its_own_fact_is_asked_about_the_conversations_su
                                     "Brenmouth Regional Buses")
     assert message == "When did the first motor bus route open?"
     assert standalone == "About Brenmouth Regional Buses: When did the first motor bus route open?"
-    assert depends_on_conversation(message, standalone, BUSES)
+    assert depends_on_conversation(message, standalone, BUSES) and about_subject(standalone)
     # a conversation that never named the subject gives the question nothing to lean on
     other = ["What is CityCycle?", "A bike-share scheme."]
     message, standalone = follow_up("When did the first motor bus route open?",
@@ -116,6 +117,7 @@ def test_a_question_that_already_leans_back_keeps_its_stand_alone_form() -> None
     assert follow_up("When was Valleybus founded?", "When was Valleybus founded?", BUSES, BUSES,
                      "Brenmouth Regional Buses") == ("When was it founded?",
                                                      "When was Valleybus founded?")
+    assert not about_subject("When was Valleybus founded?")
     assert follow_up("Who owns X?", "Who owns X?", BUSES, BUSES, None) == (
         "Who owns X?", "Who owns X?")
 

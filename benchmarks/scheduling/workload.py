@@ -47,7 +47,8 @@ def next_question(messages):
     evidence = fact.group(1) if fact else first_sentence(messages)
     return {
         "rag_input": f"{tag}: and the {nth} fact about it?",
-        "standalone_question": f"What is the {nth} fact about the topic of {tag}?",
+        "standalone_question": f"What is the {nth} fact about the topic of {tag}, "
+                               f"{max(evidence.split(), key=len)}?",
         "evidence": evidence,
         "ground_truth": evidence,
         "question_type": "follow_up",

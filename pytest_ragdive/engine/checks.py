@@ -84,6 +84,31 @@ def repeated_question(candidate: GeneratedTurn, earlier: Sequence[GeneratedTurn]
     return None
 
 
+def _same_word(a: str, b: str) -> bool:
+    """Whether two words are one word in another form ("owns", "owned"; "bus", "buses")."""
+    a, b = sorted((singular(a), singular(b)), key=len)
+    return a == b or (len(a) >= 3 and b.startswith(a) and len(b) - len(a) <= 3)
+
+
+def asks_its_fact(candidate: GeneratedTurn, earlier: Sequence[GeneratedTurn],
+                  said: Sequence[str]) -> str | None:
+    """None when the stand-alone question asks about the turn's fact: it has a word (or a
+    number) of the fact that the conversation has not said. A small model given a fact and
+    a conversation often asks about the conversation again, with the fact as the answer key
+    ("Where is the terminal?" keyed "The terminal also contains a cafe"). A fact an earlier
+    turn asked about (a short document's facts run out) is left to the repeat check."""
+    if any(turn.evidence == candidate.evidence for turn in earlier):
+        return None
+    spoken = {w for text in said for w in words(text)}
+    new = [w for w in words(candidate.evidence)
+           if w not in STOPWORDS and not any(_same_word(w, s) for s in spoken)]
+    asked = [w for w in words(candidate.standalone_question) if w not in STOPWORDS]
+    if not new or any(_same_word(w, n) for w in asked for n in new):
+        return None
+    return ("standalone_question asks nothing that the fact states and the conversation has "
+            "not said; ask about the fact you are given")
+
+
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 
 

@@ -36,6 +36,7 @@ _PREPOSITIONS = frozenset(
 _SHORT_PREPOSITIONS = frozenset(["on", "in", "at", "to", "for", "from", "with", "by", "of",
                                  "into", "over", "under", "about"])
 _RELATIVE = frozenset(["that", "which", "who"])
+_ABOUT = re.compile(r"About [^:?]+: ")
 _QUANTIFIERS = frozenset(["every", "each", "all", "any", "some", "no", "both", "either"])
 _BE_HAVE = frozenset(["is", "are", "was", "were", "has", "have", "had"])
 _AUXILIARIES = frozenset(["did", "does", "do", "can", "could", "will", "would", "should", "may",
@@ -110,6 +111,11 @@ def follow_up(message: str, standalone: str, said: Sequence[str], last: Sequence
         return sent, standalone
     anchored = f"About {subject}: {standalone}"
     return (sent if depends_on_conversation(sent, anchored, said) else message), anchored
+
+
+def about_subject(standalone: str) -> bool:
+    """Whether :func:`follow_up` gave ``standalone`` the conversation's subject."""
+    return _ABOUT.match(standalone) is not None
 
 
 def refer_back(standalone: str, said: Sequence[str], last: Sequence[str]) -> str | None:

@@ -1,7 +1,7 @@
 """Stage 2, the Conversation Validator: exact checks, then a judge, accept or reject a turn.
 
 Checks that can be decided exactly (does the follow-up lean on the conversation, does it
-ask again, is its evidence in the document, does it name "the document"; does a premise
+ask about its fact, does it ask again, is its evidence in the document, does it name "the document"; does a premise
 turn state a premise the document refutes, does a vague turn leave its readings open, does a
 return turn leave its topic unnamed) are decided by code in :mod:`.checks`,
 :mod:`.follow_ups`, :mod:`.premises`, :mod:`.readings`, :mod:`.switching` and
@@ -31,6 +31,7 @@ CATEGORIES: dict[str, RejectionCategory] = {
     "returns_unnamed": "rag_input_not_connected",
     "not_repeated": "question_not_consistent",
     "evidence_in_source": "ground_truth",
+    "asks_its_fact": "ground_truth",
     "uses_both": "ground_truth",
     "reads_naturally": "document_mentioned",
     "standalone": "not_standalone",
@@ -94,6 +95,9 @@ def exact_verdict(candidate: GeneratedTurn, document: Document | DocumentGroup,
         asked = candidate.model_copy(update={"rag_input": premises.question_of(candidate)})
         found["refers_back"] = follow_ups.leans_back(
             asked, history, [candidate.premise] if candidate.premise else [])
+        if candidate.question_type != "cross_document":
+            found["asks_its_fact"] = checks.asks_its_fact(
+                candidate, earlier, follow_ups.said_before(history))
     if history:
         found["not_repeated"] = checks.repeated_question(candidate, earlier)
     if candidate.premise:

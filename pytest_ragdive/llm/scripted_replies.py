@@ -35,6 +35,12 @@ def facts_of(messages: list[dict[str, Any]]) -> list[str]:
     return re.findall(r'^Fact of "[^"]+": (.*)$', str(messages[-1].get("content", "")), re.M)
 
 
+def fact_word(messages: list[dict[str, Any]]) -> str:
+    """The longest word of the fact a follow-up prompt asks about ("" without one)."""
+    found = re.search(r"^Fact: (.*)$", str(messages[-1].get("content", "")), re.M)
+    return max(re.findall(r"[A-Za-z]+", found.group(1)), key=len, default="") if found else ""
+
+
 def turn_number(messages: list[dict[str, Any]]) -> int:
     """The number of the turn a generator prompt asks for."""
     match = re.search(r"Write turn (\d+)", str(messages[-1].get("content", "")))
@@ -80,7 +86,9 @@ def generic(schema: str) -> Responder:
         def next_question(messages: list[dict[str, Any]]) -> dict[str, Any]:
             nth = ORDINALS[turn_number(messages) - 1]
             both = facts_of(messages)
-            return {"standalone_question": f"What is the {nth} fact about the topic?",
+            word = fact_word(messages)  # the stand-alone question asks about its fact
+            return {"standalone_question": f"What is the {nth} fact about the topic"
+                                           f"{', ' + word if word else ''}?",
                     "rag_input": f"And the {nth} fact about it?",
                     "ground_truth": " ".join(both) if both else f"The {nth} fact.",
                     "question_type": "follow_up"}
