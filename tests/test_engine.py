@@ -221,6 +221,11 @@ def test_validation_once_still_applies_the_exact_checks(tmp_path: Path) -> None:
     assert not second.validated and len(second.rejections) == 3
     assert all(r.verdict.categories == ["rag_input_not_connected"] for r in second.rejections)
     assert "without the conversation" in second.rejections[0].verdict.feedback
+    # nor is a message that is no question (the model copied its fact)
+    said = scripted({"FirstQuestion": lambda m: TALL, "NextQuestion": lambda m: {
+        **next_question(m), "rag_input": "The harbour bridge opened in 1931."}})
+    stated = run(said, Bot(), tmp_path, turns=2, validation="once", max_regenerations=1)
+    assert "is not a question" in stated.errors["generation"]
     # an invented answer key is never taken
     invented = scripted({"FirstQuestion": lambda m: {**TALL, "ground_truth": "150 m."}})
     failed = run(invented, Bot(), tmp_path, turns=1, validation="once", max_regenerations=1)

@@ -8,13 +8,15 @@ from collections.abc import Callable
 from ..llm.client import LLMClient
 from ..llm.errors import ReplyError
 from .errors import DialogueError, GenerationError
+from .follow_ups import is_question
 from .generator import generate_turn
 from .judges import Judges
 from .models import Dialogue, DocumentGroup, GeneratedTurn, Rejection
 from .validator import exact_verdict, judge_turn
 
 #: the one fault an attempt may have and still be used under validation "once": not leaning
-#: on the conversation. A question asked before or an invented answer key never is.
+#: on the conversation. A question asked before, an invented answer key or a message that is
+#: no question never is.
 _TOLERABLE = ["rag_input_not_connected"]
 
 
@@ -68,7 +70,7 @@ async def next_turn(
             break
         rejections.append(Rejection(turn=candidate, verdict=verdict))
         feedback = verdict.feedback or ", ".join(verdict.categories) or "invalid turn"
-        if verdict.categories == _TOLERABLE:
+        if verdict.categories == _TOLERABLE and is_question(candidate.rag_input):
             fallback = candidate
     else:
         if validation == "once" and fallback is not None:
