@@ -336,6 +336,22 @@ def test_an_update_whose_runs_all_fail_to_hold_holds_the_conversation_again(
     assert check.ret == pytest.ExitCode.OK
 
 
+def test_an_update_holds_a_run_that_failed_to_hold_again_so_its_band_has_every_run(
+    project: pytest.Pytester,
+) -> None:
+    from conftest import PROJECT_CONFTEST
+
+    # alpha's second run (the second dialogue started) asks turn 1 again and again
+    stuck = STUCK_GENERATOR.replace("STUCK", "2").replace("MEMORY", "recalls {len(history)}")
+    project.makeconftest(PROJECT_CONFTEST + stuck)
+    project.makepyfile(test_bot=BODY)
+    project.runpytest("-m", "ragdive", "-p", "no:xdist", "--ragdive-update").assert_outcomes(
+        passed=2)
+    band = json.loads((project.path / "__ragdive__" / "test_bot" / "test_bot[alpha].json")
+                      .read_text())
+    assert band["metrics"]["correctness"]["seeds"] == [0, 2, 3]  # seed 1 was not held
+
+
 def test_a_first_run_with_a_metric_the_judge_could_not_score_still_draws_confirmation(
     recorded,
 ) -> None:

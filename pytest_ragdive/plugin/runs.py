@@ -21,8 +21,7 @@ if TYPE_CHECKING:
 
 
 #: how many times an item holds its conversation again when the generator wrote no turn the
-#: validator accepts in any of its runs (a check's one, an update's all; the failed runs are
-#: listed, "not held")
+#: validator accepts in one of its runs (the failed runs are listed, "not held")
 HELD_AGAIN = 2
 
 
@@ -125,13 +124,15 @@ class Runs:
                     submit(other, doc)
         dialogues = progress.wait(own)
         last = seeds[-1]
-        while (all("generation" in d.errors for d in dialogues)
+        # a run the generator, not the bot, failed is held again with the next seed, so that
+        # a check has its run and an update's band the runs asked for: while failed runs
+        # outnumber the runs held again
+        while (sum("generation" in d.errors for d in dialogues) > last - seeds[-1]
                and last < seeds[-1] + HELD_AGAIN):
-            # the generator, not the bot, failed every run: the item holds its conversation
-            # again (a check's first run; on update, so that its band has a run)
             last += 1
-            dialogues = [*progress.wait([runner.submit((item.nodeid, last),
-                                                       start(document, last))]), *dialogues]
+            dialogues += progress.wait([runner.submit((item.nodeid, last), start(document, last))])
+        # the held runs first, by seed: a check's first run is the one it judges
+        dialogues.sort(key=lambda d: ("generation" in d.errors, d.seed))
         if confirming and settings.confirm_runs and self._looks_worse(item, settings, judges,
                                                                       dialogues[0]):
             more = range(last + 1, last + 1 + settings.confirm_runs)
