@@ -7,7 +7,8 @@
 After a re-recording, a cache folder keeps the entries of calls that are no longer made
 (another prompt, a check that is no longer asked). This replays, in process, the example's
 update and check at the baseline's seeds (``.ragdive/cache``) and every session of ``gate.py``
-(``.ragdive/unseen``) under both rules, notes every entry read, and removes the others.
+(``.ragdive/unseen``) under both rules, and the beyond suite's update (``.ragdive/beyond``),
+notes every entry read, and removes the others.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ EXAMPLE = Path(__file__).resolve().parents[1] / "example_project"
 sys.path.insert(0, str(EXAMPLE))
 
 from recorded import CHECKS, UNSEEN, VARIANTS  # noqa: E402
+
+BEYOND = ".ragdive/beyond"
 
 from pytest_ragdive.llm.cache import ResponseCache, request_key  # noqa: E402
 
@@ -41,26 +44,30 @@ def main(argv: list[str] | None = None) -> int:
         return reply
 
     ResponseCache.load = noting  # type: ignore[method-assign]
-    sessions: list[tuple[dict[str, str], str, int, str | None, str]] = [
-        ({}, ".ragdive/cache", 0, None, "update"), ({}, ".ragdive/cache", 0, None, "permutation")]
-    sessions += [(VARIANTS[c.variant], UNSEEN, c.seed, c.select, rule) for c in CHECKS
+    sessions: list[tuple[dict[str, str], str, int, str | None, str, list[str]]] = [
+        ({}, ".ragdive/cache", 0, None, "update", []),
+        ({}, ".ragdive/cache", 0, None, "permutation", []),
+        ({}, BEYOND, 0, None, "update", ["beyond"])]
+    sessions += [(VARIANTS[c.variant], UNSEEN, c.seed, c.select, rule, []) for c in CHECKS
                  for rule in ("permutation", "band")]
     os.chdir(EXAMPLE)
-    for env, cache, seed, select, rule in sessions:
+    for env, cache, seed, select, rule, paths in sessions:
         saved = {k: os.environ.get(k) for k in env}
         os.environ.update(env)
         try:
             rule_args = (["--ragdive-update"] if rule == "update"
                          else [f"--ragdive-verdict={rule}"])
-            pytest.main(["-m", "ragdive", "-q", "-p", "no:xdist", "--ragdive-record-mode=none",
-                         f"--ragdive-cache-dir={cache}", f"--ragdive-seed={seed}", *rule_args,
+            pytest.main([*paths, "-m", "ragdive", "-q", "-p", "no:xdist",
+                         "--ragdive-record-mode=none", f"--ragdive-cache-dir={cache}",
+                         f"--ragdive-seed={seed}", *rule_args,
                          *(["-k", select] if select else [])])
         finally:
             for k, v in saved.items():
                 os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
-    unread = [p for folder in (".ragdive/cache", UNSEEN)
+    folders = (".ragdive/cache", UNSEEN, BEYOND)
+    unread = [p for folder in folders
               for p in sorted((EXAMPLE / folder).rglob("*.json")) if p.resolve() not in read]
-    by_folder = {f: sum(1 for p in unread if f in str(p)) for f in (".ragdive/cache", UNSEEN)}
+    by_folder = {f: sum(1 for p in unread if f in str(p)) for f in folders}
     print(f"\n{len(read)} entries read, {len(unread)} not read {by_folder}")
     for path in unread:
         if args.delete:
