@@ -5,8 +5,9 @@ ask about its fact, does it ask again, is its evidence in the document, does it 
 document"; does a premise turn state a premise the document refutes, does a vague turn
 leave its readings open, does a return turn leave its topic unnamed) are decided by code in
 :mod:`.checks`, :mod:`.follow_ups`, :mod:`.premises`, :mod:`.readings`, :mod:`.switching`
-and :mod:`.sources`. The rest are yes/no questions to the validator model, each read from the probability of "yes"; they share one prompt up to the question,
-so a model that keeps prompt prefixes evaluates the document and the conversation once.
+and :mod:`.sources`. The rest are yes/no questions to the validator model, each read from
+the probability of "yes"; they share one prompt up to the question, so a model that keeps
+prompt prefixes evaluates the document and the conversation once.
 """
 
 from __future__ import annotations
