@@ -1,4 +1,5 @@
-"""The package's layers: imports point one way, plugin -> engine -> llm, and never in a circle.
+"""The package's layers: imports point one way, plugin -> adapters -> engine -> llm, and
+never in a circle.
 
 Every import statement counts, also those inside functions and under TYPE_CHECKING: a
 lazy import is still a dependency.

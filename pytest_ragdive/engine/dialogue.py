@@ -59,9 +59,10 @@ async def arun_dialogue(
     it with ``dialogue.errors["dialogue"]`` set, the validator rejecting every attempt at a
     turn with ``dialogue.errors["generation"]``; they are not raised, so that other
     dialogues running alongside go on. ``validation="once"`` is the paper's single-iteration
-    set-up: only a turn's first attempt is checked, and a rejected turn is regenerated
-    once with the feedback and used unchecked (``max_regenerations`` does not apply).
-    ``seed`` seeds the generator's sampling; a new seed gives
+    set-up: the validator model judges one attempt per turn; after it rejects one, the
+    next attempt that passes the exact checks is used unchecked, and when none of the
+    ``max_regenerations`` attempts does, the latest whose only fault is not leaning on the
+    conversation. ``seed`` seeds the generator's sampling; a new seed gives
     a new conversation, the same seed replays the cached one. With ``openers`` (real users'
     first messages, :mod:`.openers`), turn 1 is one of them, drawn by seed.
     """

@@ -129,8 +129,8 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
             "side; 0 never adds any", (CLI, MARKER, INI), minimum=0, metavar="N"),
     Setting("band_margin", float, 0.0, "tolerance added to both sides of every band", (INI,),
             minimum=0),
-    Setting("fail_on_improvement", bool, False, "fail items that score above their band "
-            "(band verdict)", (INI,)),
+    Setting("fail_on_improvement", bool, False, "fail items that score above their band, "
+            "under either verdict", (INI,)),
     Setting("model", str, "", "litellm model for all three judge roles (overrides the "
             "ragdive_judges fixture and the ini models)", (CLI,), metavar="MODEL"),
     Setting("generator_model", str, "", "litellm model of the conversation generator", (INI,)),
@@ -149,7 +149,8 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
             "turn by turn, every band as a chart", (CLI,), metavar="PATH"),
     Setting("json", str, "", "write the same content as JSON here", (CLI,), metavar="PATH"),
     Setting("structured_output", str, "auto", "how models are asked for JSON: auto finds what "
-            "each model's server takes (json_schema, then json_object) once per run; or one of "
+            "each model's server takes (json_schema, json_object, tools, then text) once per "
+            "run; or one of "
             "json_schema, json_object, tools, text for a server that misreports", (INI,),
             choices=STRUCTURED_OUTPUTS),
     Setting("retries", int, 4, "attempts after the first for a call that failed for a "
