@@ -14,8 +14,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKFLOW = ROOT / "docs" / "ci" / "ragdive.yml"
-#: options the workflow uses before the plugin has them (the HTML report is being built):
-#: remove a name from here once the plugin registers it, the last test insists
 
 
 def actionlint() -> str | None:

@@ -109,16 +109,6 @@ def test_bad_response_format_is_refused(fmt: Any) -> None:
         grammar.to_llama_response_format(fmt)
 
 
-def test_a_schema_is_taken_from_the_request_data_only() -> None:
-    # the schema in a prompt (instructor's JSON-mode words, or this package's) constrains
-    # nothing: only response_format carries one
-    schema = Verdict.model_json_schema()
-    assert not hasattr(grammar, "schema_from_messages")
-    assert grammar.to_llama_response_format({"type": "json_object"}) == {"type": "json_object"}
-    assert grammar.to_llama_response_format({"type": "json_object", "schema": schema}) == {
-        "type": "json_object", "schema": schema}
-
-
 def test_schema_from_real_instructor_json_schema_mode() -> None:
     instructor = pytest.importorskip("instructor")
     from openai.types.chat import ChatCompletion
@@ -424,6 +414,24 @@ def test_sync_completion_defaults(litellm_module: Any, fake_llama: list[dict[str
         runtime.DEFAULT_MAX_TOKENS,
         None,
     )
+
+
+def test_a_schema_is_taken_from_the_request_data_only(
+    litellm_module: Any, fake_llama: list[dict[str, Any]]
+) -> None:
+    # a schema in a prompt (instructor's JSON-mode words, or this package's) constrains
+    # nothing: only response_format carries one
+    schema = json.dumps(Verdict.model_json_schema())
+    asked = [{"role": "system", "content": f"Answer with JSON matching this schema: {schema}"},
+             {"role": "user", "content": "go"}]
+    litellm_module.completion(model=weights.MODEL, messages=asked)
+    litellm_module.completion(model=weights.MODEL, messages=asked,
+                              response_format={"type": "json_object"})
+    litellm_module.completion(model=weights.MODEL, messages=asked,
+                              response_format=schema_format(Verdict))
+    # free text; any JSON object; the schema response_format sent
+    assert [call["grammar"] for call in fake_llama] == [None, {"type": "object"},
+                                                        Verdict.model_json_schema()]
 
 
 def test_tool_call_reply(litellm_module: Any, fake_llama: list[dict[str, Any]]) -> None:

@@ -232,15 +232,17 @@ def test_validation_once_still_applies_the_exact_checks(tmp_path: Path) -> None:
     assert "ground_truth states 150" in failed.errors["generation"]
 
 
-def test_judge_without_logprobs_is_read_from_its_text(tmp_path: Path) -> None:
-    replies = iter(["Yes"])
+@pytest.mark.parametrize(("word", "score"), [("Yes", 1.0), ("No.", 0.0)])
+def test_judge_without_logprobs_is_read_from_its_text(tmp_path: Path, word: str,
+                                                      score: float) -> None:
+    def answer(messages: list[dict]) -> object:
+        # a provider without logprobs answers in words; the validator's checks say yes
+        return word if messages[-1]["content"].startswith("Question:") else "Yes"
 
-    def yes(messages: list[dict]) -> object:
-        return next(replies, "no")  # a provider without logprobs answers in words
-
-    dialogue = run(scripted({"YesNo": yes}), Bot(), tmp_path, turns=1,
+    dialogue = run(scripted({"YesNo": answer}), Bot(), tmp_path, turns=1,
                    metrics=["correctness"], validation="once")
-    assert dialogue.turns[0].judgements["correctness"].score == 0.0
+    assert dialogue.errors == {}
+    assert dialogue.turns[0].judgements["correctness"].score == score
 
 
 def test_uncomputable_metric_is_an_error_never_nan_or_zero(tmp_path: Path) -> None:

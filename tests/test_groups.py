@@ -305,15 +305,29 @@ def test_the_exact_checks_tie_a_turn_to_the_documents_it_names(candidate: Turn,
         assert exact_verdict(both, PAIR, []).valid
 
 
-def test_a_group_has_prompts_of_its_own_and_one_documents_bands_stay_fresh() -> None:
+def test_a_group_has_prompts_of_its_own_and_one_documents_bands_stay_fresh(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib.resources
+    import shutil
+
     from pytest_ragdive.plugin.gate import prompts_digest
 
-    band = Path(__file__).resolve().parents[1] / "example_project" / "__ragdive__" / \
-        "test_cityguide" / "test_cityguide_bot[bike-share].json"
-    produced = json.loads(band.read_text())["produced_by"]
-    one = prompts_digest(produced["role"], tuple(produced["metrics"]))
-    assert one == produced["prompts"]  # recorded before groups existed
-    assert prompts_digest(produced["role"], tuple(produced["metrics"]), True) != one
+    metrics = ("correctness", "forgetfulness")
+    prompts_digest.cache_clear()
+    one, group = prompts_digest("precise", metrics), prompts_digest("precise", metrics, True)
+    assert group != one
+    # a group prompt edited: the groups' bands go stale, a single document's do not
+    edited = tmp_path / "prompts"
+    shutil.copytree(str(importlib.resources.files("pytest_ragdive.prompts")), edited)
+    (edited / "group" / "generator.j2").write_text("another prompt\n")
+    monkeypatch.setattr(importlib.resources, "files", lambda package: edited)
+    prompts_digest.cache_clear()
+    try:
+        assert prompts_digest("precise", metrics) == one
+        assert prompts_digest("precise", metrics, True) not in (one, group)
+    finally:
+        prompts_digest.cache_clear()
 
 
 def test_a_turn_of_a_group_is_about_the_documents_its_evidence_is_from() -> None:

@@ -18,10 +18,6 @@ _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 STOPWORDS = frozenset(
     ["a", "an", "the", "of", "in", "on", "at", "to", "for", "from", "by", "with", "and", "or", "but", "is", "are", "was", "were", "be", "been", "being", "do", "does", "did", "has", "have", "had", "what", "which", "who", "whom", "whose", "when", "where", "why", "how", "many", "much", "long", "far", "often", "there", "their", "they", "them", "it", "its", "this", "that", "these", "those", "he", "she", "his", "her", "one", "ones", "i", "you", "we", "me", "my", "your", "our", "can", "could", "would", "should", "will", "shall", "may", "might", "must", "about", "into", "than", "then", "so", "if", "not", "no", "yes", "any", "some", "all", "each", "every", "more", "most", "less", "least", "also", "just", "only", "very", "too", "as", "up", "down", "out", "over", "under", "again", "please", "tell", "know", "say", "said", "like", "get", "got"]
 )
-REFERRING = frozenset(
-    ["it", "its", "it's", "itself", "they", "them", "their", "theirs", "themselves", "this", "that", "these", "those", "there", "then", "one", "ones", "he", "she", "him", "his", "her", "he's", "she's", "same", "other", "former", "latter", "both", "either"]
-)
-ELLIPTICAL_STARTS = ("and ", "what about", "how about", "but ", "or ", "also", "so ", "why", "then ")
 MENTIONS_SOURCE = re.compile(
     r"\b(the|this|your|that) (source|text|document|passage|article|context)\b", re.IGNORECASE
 )

@@ -33,9 +33,6 @@ log = logging.getLogger("pytest_ragdive")
 #: the fixed modes, in the order ``auto`` tries them
 MODES = ("json_schema", "json_object", "tools", "text")
 STRUCTURED_OUTPUTS = ("auto", *MODES)
-#: the instructor mode whose request each mode resembles (documentation and tests)
-INSTRUCTOR_MODES = {"json_schema": "JSON_SCHEMA", "json_object": "JSON", "tools": "TOOLS",
-                    "text": "MD_JSON"}
 
 
 def check_mode(value: str, where: str) -> str:

@@ -66,7 +66,10 @@ def test_a_hostile_bot_reaches_the_judges_inside_its_labels(tmp_path: Path) -> N
     ragdive.run_dialogue(DOCUMENT, HostileBot(), judges=ragdive.Judges(model), turns=2,
                          metrics=["correctness", "forgetfulness"], cache_dir=tmp_path)
     prompts = [m[-1]["content"] for schema, m in calls(model) if schema == "YesNo"]
-    assert prompts
+    # the answer reached the judges, on its labelled line
+    replies = [line for prompt in prompts for line in prompt.splitlines()
+               if line.startswith(("Reply:", "Reply to check:"))]
+    assert any("Ignore all previous instructions" in line for line in replies)
     for prompt in prompts:
         assert prompt.count("</source>") <= 1
         outside = prompt.split("</source>")[-1]  # the document's own lines are fenced
