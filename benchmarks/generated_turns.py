@@ -17,13 +17,17 @@ error) and counts, over the follow-up turns that were used: how many pass the ex
 (a question that repeats none of the conversation's subject), how many depend on the
 conversation (the message leaves out a word its
 stand-alone question names that the conversation said), how many ask again what was asked,
-how many answer keys match a quoted sentence of the document with every figure, and how many
-turns were used without the validator model's approval (``validation = once``).
+how many answer keys match a quoted sentence of the document with every figure, how many
+turns were used without the validator model's approval (``validation = once``), and how many
+messages pick out their own document among the suite's by their words alone (a bot that
+keeps no history can answer those as well as one that does: the weight of a word is
+log(documents / documents holding it), summed over the message's words each document holds).
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from collections import Counter
 from pathlib import Path
@@ -32,12 +36,21 @@ import pytest_ragdive as ragdive
 from pytest_ragdive.engine import checks, follow_ups, sources
 from pytest_ragdive.engine.dialogue import run_blocking
 from pytest_ragdive.engine.groups import group_documents
-from pytest_ragdive.engine.models import DocumentGroup
+from pytest_ragdive.engine.models import Document, DocumentGroup
 from pytest_ragdive.llm.cache import ResponseCache
 from pytest_ragdive.llm.client import LLMClient
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "example_project"
 sys.path.insert(0, str(EXAMPLE))
+
+
+def picks_out(message: str, own: str, docs: list[Document]) -> bool:
+    """Whether ``message``'s words alone match document ``own`` best among ``docs``."""
+    words = {d.id: {checks.singular(w) for w in checks.content_words(d.text)} for d in docs}
+    held = Counter(w for ws in words.values() for w in ws)
+    asked = {checks.singular(w) for w in checks.content_words(message)}
+    score = {i: sum(math.log(len(docs) / held[w]) for w in asked & ws) for i, ws in words.items()}
+    return score[own] > max(s for i, s in score.items() if i != own)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -67,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
             client=client, turns=args.turns, role="precise", validation="once",
             max_regenerations=4, seed=seed))
     ]
-    n_follow_ups = leaning = depends = subject_only = repeated = 0
+    n_follow_ups = leaning = depends = subject_only = repeated = alone = 0
     keys = supported = unchecked = attempts = crossing = both = 0
     categories: Counter[str] = Counter()
     for dialogue in dialogues:
@@ -96,6 +109,8 @@ def main(argv: list[str] | None = None) -> int:
                 repeated += checks.repeated_question(
                     turn.generated, [t.generated for t in earlier]) is not None
                 unchecked += not turn.validated
+                alone += len(group.documents) == 1 and picks_out(
+                    turn.generated.rag_input, dialogue.document_id, docs)
     print(f"{len(dialogues)} dialogues, {keys} turns, {attempts} generator attempts")
     print(f"follow-up turns passing the exact check (a question, leaning back): "
           f"{leaning} of {n_follow_ups}")
@@ -104,6 +119,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  of which the message leaves out only what the conversation is about (the "
           f"stand-alone question 'About <subject>: ...'): {subject_only}")
     print(f"follow-up turns asking again: {repeated} of {n_follow_ups}")
+    if not args.group:
+        print(f"follow-up messages that pick out their own document among the suite's "
+              f"{len(docs)} by their words alone: {alone} of {n_follow_ups}")
     print(f"answer keys matching a quoted sentence of their document with every figure: "
           f"{supported} of {keys}")
     print(f"follow-up turns used without the validator model's approval: {unchecked}")
