@@ -7,15 +7,15 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import PROJECT_CONFTEST
+from conftest import PROJECT_CONFTEST, PROJECT_INI
 
 from pytest_ragdive.engine.documents import load_documents
 from pytest_ragdive.engine.settings import SETTINGS, SettingError, check, parse, scored_metrics
 from pytest_ragdive.engine.validator import asks_model
 from pytest_ragdive.llm.model import Model
 from pytest_ragdive.llm.scripted import calls
-from pytest_ragdive.plugin import bands
 from pytest_ragdive.plugin.options import Options, reference
+from pytest_ragdive.plugin.run_record import RunRecord
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -25,23 +25,41 @@ def options(pytester: pytest.Pytester, ini: str, *args: str) -> Options:
     return Options(pytester.parseconfigure(*args))
 
 
-@pytest.mark.parametrize(
-    ("ini", "marker", "cli", "expected"),
-    [
-        ("", {}, (), 5),  # the default
-        ("ragdive_turns = 4", {}, (), 4),  # ini over default
-        ("ragdive_turns = 4", {"turns": 3}, (), 3),  # marker over ini
-        ("ragdive_turns = 4", {"turns": 3}, ("--ragdive-turns=2",), 2),  # command line first
-    ],
-)
-def test_precedence_command_line_marker_ini_default(
-    pytester: pytest.Pytester, ini: str, marker: dict, cli: tuple, expected: int
+TURNS_TEST = """
+import pytest_ragdive as ragdive
+
+@ragdive.conversation({marker}runs=1, metrics=["correctness"])
+def test_bot(ragdive_dialogue):
+    pass
+"""
+
+
+def turns_held(project: pytest.Pytester, ini: str, marker: str, *args: str) -> tuple[int, int]:
+    """The turns of the dialogue a run held about alpha, and those its band file records."""
+    project.makeini(PROJECT_INI + ini)
+    project.makepyfile(test_bot=TURNS_TEST.format(marker=marker))
+    result = project.runpytest("-m", "ragdive", "-k", "alpha", "--ragdive-update",
+                               "--ragdive-json=run.json", *args)
+    result.assert_outcomes(passed=1)
+    (test,) = RunRecord.model_validate_json((project.path / "run.json").read_text()).tests
+    (item,) = test.items
+    assert item.dialogue is not None
+    band = json.loads((project.path / "__ragdive__" / "test_bot" / "test_bot[alpha].json")
+                      .read_text())
+    return len(item.dialogue.turns), band["produced_by"]["turns"]
+
+
+def test_precedence_command_line_marker_ini_default(project: pytest.Pytester) -> None:
+    ini = "ragdive_turns = 4\n"
+    assert turns_held(project, ini, "turns=3, ", "--ragdive-turns=2") == (2, 2)
+    assert turns_held(project, ini, "turns=3, ") == (3, 3)
+    assert turns_held(project, ini, "") == (4, 4)
+    assert turns_held(project, "", "") == (5, 5)
+
+
+def test_ini_dialogue_settings_reach_an_item_and_the_command_line_sets_runs(
+    pytester: pytest.Pytester,
 ) -> None:
-    settings = options(pytester, ini, *cli).for_item(marker, "test")
-    assert settings.turns == expected
-
-
-def test_every_setting_reaches_an_item(pytester: pytest.Pytester) -> None:
     ini = ("ragdive_role = skeptic\nragdive_metrics = correctness forgetfulness\n"
            "ragdive_max_regenerations = 0\nragdive_validation = once\n"
            "ragdive_baseline_runs = 7")
@@ -64,7 +82,8 @@ def test_a_metric_the_judge_measured_at_chance_is_left_out_unless_chosen(
     assert chosen.judged_by(embedded).metrics == ("context_retention",)
     assert "context_retention" not in scored_metrics(None, 3, "run_dialogue", embedded)
     # and the validator model's checks, which it answered at chance, are asked only if told
-    assert [asks_model(Model(embedded), c) for c in ("auto", "all", "exact")] == [False, True, False]
+    assert [asks_model(Model(embedded), c)
+            for c in ("auto", "all", "exact")] == [False, True, False]
     assert asks_model(Model("openai/gpt-4o-mini"), "auto")
 
 
@@ -116,13 +135,44 @@ def test_the_configuration_reference_is_the_table() -> None:
         assert f"`{setting.name}`" in page
 
 
-def test_band_margin_widens_every_band() -> None:
-    doc = bands.band({"correctness": [0.8, 0.9], "forgetfulness": [0.0, 0.1]},
-                     {"metrics": ["correctness", "forgetfulness"]})
-    scores = {"correctness": 0.75, "forgetfulness": 0.14}
-    assert [d.metric for d in bands.compare(doc, scores, 0.0)] == ["correctness", "forgetfulness"]
-    assert bands.compare(doc, scores, 0.05) == []
-    assert [d.worse for d in bands.compare(doc, {"correctness": 0.7}, 0.05)] == [True]
+FORGETS_LATE = """
+import pytest_ragdive as ragdive
+
+@ragdive.conversation(turns=3, runs=1, metrics=["context_retention", "forgetfulness"])
+def test_bot(ragdive_dialogue):
+    pass
+"""
+
+
+@pytest.mark.parametrize(("margin", "passed"), [("", False), ("0.04", False), ("0.06", True)])
+def test_band_margin_lets_a_score_within_it_of_its_band_pass(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, margin: str, passed: bool
+) -> None:
+    """The bot forgets at turn 3 (both metrics 0.5); alpha's bands are moved 0.05 past that
+    on the worse side: above it for context_retention, below it for forgetfulness."""
+    monkeypatch.setenv("BOT_MODE", "forgets late")
+    project.makepyfile(test_bot=FORGETS_LATE)
+    project.runpytest("-m", "ragdive", "--ragdive-update").assert_outcomes(passed=2)
+    path = project.path / "__ragdive__" / "test_bot" / "test_bot[alpha].json"
+    band = json.loads(path.read_text())
+    for metric, value in (("context_retention", 0.55), ("forgetfulness", 0.45)):
+        assert band["metrics"][metric]["runs"] == [0.5]
+        band["metrics"][metric].update(min=value, max=value, mean=value, runs=[value])
+    path.write_text(json.dumps(band))
+
+    if margin:
+        project.makeini(f"{PROJECT_INI}ragdive_band_margin = {margin}\n")
+    result = project.runpytest("-m", "ragdive", "--ragdive-verdict=band")
+    if passed:
+        result.assert_outcomes(passed=3)  # two items and the test's verdict
+        return
+    result.assert_outcomes(passed=2, failed=1)  # beta, and the mean inside its band
+    result.stdout.fnmatch_lines([
+        "scores left their baseline band:",
+        "  forgetfulness = 0.500, band [[]0.450, 0.450[]] (worse)",
+        "*context_retention = 0.500, band [[]0.550, 0.550[]] (worse)",
+        "FAILED test_bot.py::test_bot[[]alpha[]] - *",
+    ])
 
 
 def test_jsonl_documents_load_sorted_with_their_metadata(tmp_path: Path) -> None:

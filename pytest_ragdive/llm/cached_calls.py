@@ -84,8 +84,9 @@ class CachedCalls:
 
         def gave_up(exc: Transient, attempts: int) -> ModelError:
             return ModelError(
-                f"{describe(request)}: gave up after {attempts} attempts: {exc}. Raise ini "
-                f"ragdive_retries or ragdive_retry_wait if the provider is only busy")
+                f"{describe(request)}: gave up after {attempts} attempt{'s' * (attempts != 1)}: "
+                f"{exc}. Raise ini ragdive_retries or ragdive_retry_wait if the provider is "
+                f"only busy")
 
         def too_long(exc: Transient, asked: retrying.WaitTooLong) -> ModelError:
             return ModelError(

@@ -9,12 +9,13 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import PROJECT_CONFTEST, PROJECT_INI
 
 from pytest_ragdive.engine.dialogue import run_blocking
 from pytest_ragdive.llm.cache import ResponseCache
 from pytest_ragdive.llm.client import LLMClient
 from pytest_ragdive.llm.errors import ModelError
-from pytest_ragdive.llm.scripted import scripted
+from pytest_ragdive.llm.scripted import calls, scripted
 from pytest_ragdive.llm.scripted_errors import http_error
 
 ASK = [{"role": "user", "content": "Is it tall? Answer yes or no."}]
@@ -75,12 +76,45 @@ def test_a_waiting_retry_gives_its_place_to_other_calls(tmp_path: Path) -> None:
     assert run_blocking(both()) < 0.5
 
 
-def test_the_retry_budget_is_a_setting(pytester: pytest.Pytester) -> None:
-    from pytest_ragdive.plugin.options import Options
+#: the project's judge is rate limited (429, Retry-After 0.2 s) at its first yes/no question
+LIMITED_ONCE = PROJECT_CONFTEST + """
+import itertools
+from pytest_ragdive.llm.scripted_errors import http_error
 
-    pytester.makeini("[pytest]\nragdive_retries = 0\nragdive_retry_wait = 2.5\n")
-    options = Options(pytester.parseconfigure())
-    assert (options.get("retries"), options.get("retry_wait")) == (0, 2.5)
+_asked = itertools.count()
+
+def limited_once(messages):
+    if next(_asked) == 0:
+        raise http_error(429, "slow down", headers={"Retry-After": "0.2"})
+    return yes(messages)
+
+JUDGE = scripted({"YesNo": limited_once}, name="judge")
+"""
+
+
+@pytest.mark.parametrize(("ini", "failure"), [
+    ("ragdive_retries = 0", "*gave up after 1 attempt: RateLimitError: *slow down*. Raise ini "
+                            "ragdive_retries or ragdive_retry_wait if the provider is only busy"),
+    ("ragdive_retry_wait = 0.1", "*the provider asked to retry after 0.2 s (Retry-After), "
+                                 "longer than ragdive_retry_wait = 0.1 s: *"),
+    ("", ""),  # the defaults: 4 retries, waits up to 30 s
+], ids=["no-retries", "short-wait", "defaults"])
+def test_the_retry_settings_of_the_ini_decide_whether_a_limited_call_fails_its_item(
+    project: pytest.Pytester, ini: str, failure: str
+) -> None:
+    project.makeconftest(LIMITED_ONCE)
+    project.makeini(f"{PROJECT_INI}{ini}\n")
+    result = project.runpytest("-m", "ragdive", "-k", "alpha", "--ragdive-update",
+                               "--ragdive-runs=1")
+    asked = [repr(messages) for schema, messages in calls("fake/judge") if schema == "YesNo"]
+    sent_again = [m for m in set(asked) if asked.count(m) > 1]
+    if failure:
+        result.assert_outcomes(failed=1)
+        result.stdout.fnmatch_lines(["the conversation could not be evaluated:", failure])
+        assert sent_again == []
+    else:
+        result.assert_outcomes(passed=1)
+        assert len(sent_again) == 1  # the question the provider limited, asked again
 
 
 def test_first_calls_that_retry_do_not_queue_behind_each_other(tmp_path: Path) -> None:
