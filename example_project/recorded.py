@@ -48,6 +48,8 @@ class Check(NamedTuple):
 #: conversation's subject); the checks recorded before it no longer replay and were pruned
 CHECKS = [
     Check("accepted", 100, None, "inconclusive", "correctness"),
+    Check("history none", 100, None, "inconclusive", "correctness"),
+    Check("history first", 100, None, "regressed", "faithfulness"),
 ]
 
 
