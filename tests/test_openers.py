@@ -39,10 +39,12 @@ def write(pytester: pytest.Pytester, lines: list[dict]) -> None:
 def test_each_dialogue_starts_from_its_documents_opener_or_a_general_one(project) -> None:
     result = project.runpytest("-m", "ragdive", "--ragdive-update", "-s")
     result.assert_outcomes(passed=2)
-    # the message goes to the bot as the user wrote it; the generator wrote the rest
+    # the message goes to the bot as the user wrote it; the generator, shown it, wrote the
+    # stand-alone question (the scripted one writes "In full: " and the message it was shown)
     result.stdout.fnmatch_lines([
-        "*OPENED alpha: 'hi, whats the topic of alpha??' / 'hi, whats the topic of alpha??'*",
-        "*OPENED beta: 'what is this topic' / 'what is this topic'*"])
+        "*OPENED alpha: 'hi, whats the topic of alpha??' / "
+        "'In full: hi, whats the topic of alpha??'*",
+        "*OPENED beta: 'what is this topic' / 'In full: what is this topic'*"])
     # the band says what it was recorded with
     band = json.loads((project.path / "__ragdive__" / "test_bot" / "test_bot[alpha].json")
                       .read_text())

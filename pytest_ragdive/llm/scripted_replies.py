@@ -73,7 +73,8 @@ def generic(schema: str) -> Responder:
         def opener_key(messages: list[dict[str, Any]]) -> dict[str, Any]:
             found = re.search(r"first message of a real user: (.*)",
                               str(messages[-1].get("content", "")))
-            return {"standalone_question": found.group(1) if found else "",
+            # the message in full words: "In full: <the message the prompt quotes>"
+            return {"standalone_question": f"In full: {found.group(1)}" if found else "",
                     "evidence": first_sentence(messages), "ground_truth": "The topic."}
         return opener_key
     if schema in ("GroupFirstQuestion", "GroupOpenerKey"):  # about a group: its first source
