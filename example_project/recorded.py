@@ -50,6 +50,7 @@ CHECKS = [
     Check("accepted", 100, None, "inconclusive", "correctness"),
     Check("history none", 100, None, "inconclusive", "correctness"),
     Check("history first", 100, None, "regressed", "faithfulness"),
+    Check("top_k 1", 100, None, "regressed", "correctness"),
 ]
 
 
