@@ -51,6 +51,9 @@ CHECKS = [
     Check("history none", 100, None, "inconclusive", "correctness"),
     Check("history first", 100, None, "regressed", "faithfulness"),
     Check("top_k 1", 100, None, "regressed", "correctness"),
+    Check("history none", 100, None, "inconclusive", "forgetfulness", paired=True),
+    Check("history first", 100, None, "inconclusive", "forgetfulness", paired=True),
+    Check("top_k 1", 100, None, "inconclusive", "correctness", paired=True),
 ]
 
 
