@@ -54,6 +54,7 @@ CHECKS = [
     Check("history none", 100, None, "inconclusive", "forgetfulness", paired=True),
     Check("history first", 100, None, "inconclusive", "forgetfulness", paired=True),
     Check("top_k 1", 100, None, "inconclusive", "correctness", paired=True),
+    Check("accepted", 110, None, "inconclusive", "correctness"),
 ]
 
 
