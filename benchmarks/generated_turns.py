@@ -30,6 +30,7 @@ import argparse
 import math
 import sys
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest_ragdive as ragdive
@@ -44,13 +45,23 @@ EXAMPLE = Path(__file__).resolve().parents[1] / "example_project"
 sys.path.insert(0, str(EXAMPLE))
 
 
-def picks_out(message: str, own: str, docs: list[Document]) -> bool:
-    """Whether ``message``'s words alone match document ``own`` best among ``docs``."""
-    words = {d.id: {checks.singular(w) for w in checks.content_words(d.text)} for d in docs}
-    held = Counter(w for ws in words.values() for w in ws)
-    asked = {checks.singular(w) for w in checks.content_words(message)}
-    score = {i: sum(math.log(len(docs) / held[w]) for w in asked & ws) for i, ws in words.items()}
-    return score[own] > max(s for i, s in score.items() if i != own)
+def _words(text: str) -> set[str]:
+    return {checks.singular(w) for w in checks.content_words(text)}
+
+
+def picker(docs: list[Document]) -> Callable[[str, str], bool]:
+    """``picks_out(message, own)``: whether the message's words alone match document ``own``
+    best among ``docs`` (their words counted once)."""
+    words = {d.id: _words(d.text) for d in docs}
+    weight = {w: math.log(len(docs) / n)
+              for w, n in Counter(w for ws in words.values() for w in ws).items()}
+
+    def picks_out(message: str, own: str) -> bool:
+        asked = _words(message)
+        score = {i: sum(weight[w] for w in asked & ws) for i, ws in words.items()}
+        return score[own] > max(s for i, s in score.items() if i != own)
+
+    return picks_out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -80,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
             client=client, turns=args.turns, role="precise", validation="once",
             max_regenerations=4, seed=seed))
     ]
+    picks_out = picker(docs)
     n_follow_ups = leaning = depends = subject_only = repeated = alone = 0
     keys = supported = unchecked = attempts = crossing = both = 0
     categories: Counter[str] = Counter()
@@ -110,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
                     turn.generated, [t.generated for t in earlier]) is not None
                 unchecked += not turn.validated
                 alone += len(group.documents) == 1 and picks_out(
-                    turn.generated.rag_input, dialogue.document_id, docs)
+                    turn.generated.rag_input, dialogue.document_id)
     print(f"{len(dialogues)} dialogues, {keys} turns, {attempts} generator attempts")
     print(f"follow-up turns passing the exact check (a question, leaning back): "
           f"{leaning} of {n_follow_ups}")
