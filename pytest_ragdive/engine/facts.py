@@ -4,6 +4,9 @@ Left to choose, a small generator asks the same thing again and again (the examp
 tram-network dialogue asked its first question three times). So the plugin chooses: a
 sentence of the document that no turn used yet, drawn by seed among those that share a
 word with the last turn (so that the follow-up can lean on it), else among all unused ones.
+Of one document, it first keeps the unused facts that the other documents of its knowledge
+base state most alike (:func:`look_alikes`): their follow-ups need the conversation to say
+which service, product or place they are about.
 
 In a conversation about a group of documents (:mod:`.groups`) the plugin also chooses the
 document: a follow-up asks about a document no turn asked about yet while there is one
@@ -17,9 +20,12 @@ so those roles have no cross-document turns.
 
 from __future__ import annotations
 
+import math
 import random
 import re
+from collections import Counter
 from collections.abc import Callable, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from .checks import content_words, singular, supporting_sentences, words
@@ -30,6 +36,7 @@ _CLAUSE = re.compile(r"(?<=[.!?])\s+|;\s+")
 #: or an "and" before a phrase with a figure ("... 350 g water and 10 g salt")
 _KEY_PART = re.compile(r";\s+|:\s+|,\s+(?:and\s+)?|\s+and\s+(?=(?:a |an |the )?[\w.,-]*\d)")
 _DIGIT = re.compile(r"\d")
+_LOWER = re.compile(r"(?<![\w'-])[a-z][a-z'-]*")
 #: the chance that a follow-up in a group, once every document was asked about, uses two
 CROSS_SHARE = 0.5
 
@@ -86,12 +93,39 @@ def used_facts(every: Sequence[str], history: Sequence[Turn], document: Document
                         else [])]}
 
 
+def _kind_words(text: str, leave_out: AbstractSet[str] = frozenset()) -> set[str]:
+    lower = " ".join(_LOWER.findall(text))  # a name or a figure is what a question asks for
+    return {singular(w) for w in content_words(lower)} - leave_out
+
+
+def look_alikes(pool: list[str], document: Document) -> list[str]:
+    """The half of ``pool`` whose facts the knowledge base's other documents state most
+    alike: by the mean weight of a fact's words (names, figures and its subject's words
+    left out), a word weighing log(documents / documents that hold it). "It is operated by
+    the company Riverline" has its like in every service's document, "The Old Quay landing
+    stage has a lift" in none. A question about such a fact, its subject put as "it", can be
+    answered only by a bot that knows which service the conversation is about."""
+    if not document.others or len(pool) < 2:
+        return pool
+    held = Counter(w for text in (document.text, *document.others) for w in _kind_words(text))
+    subject = _kind_words(document.subject or "")
+
+    def rarity(fact: str) -> float:
+        own = _kind_words(fact, subject)
+        return sum(math.log((len(document.others) + 1) / held[w]) for w in own) / max(len(own), 1)
+
+    scores = {f: rarity(f) for f in pool}
+    cut = sorted(scores.values())[(len(pool) - 1) // 2]
+    return [f for f in pool if scores[f] <= cut]
+
+
 def next_fact(document: Document, history: Sequence[Turn], seed: int,
-              eligible: Callable[[str], object] | None = None, about: str | None = None) -> str:
+              eligible: Callable[[str], object] | None = None, about: str | None = None,
+              alike: bool = False) -> str:
     """The fact the next turn asks about (see the module); with ``eligible``, one it
     accepts where the document has any (one that holds a figure, for a false premise,
     :mod:`.premises`; one with readings, :mod:`.readings`); with ``about``, one related to
-    that text instead of to the last turn."""
+    that text instead of to the last turn; with ``alike``, one of :func:`look_alikes`."""
     every = facts(document) or [document.text.strip()]
     if eligible is not None:
         every = [f for f in every if eligible(f)] or every
@@ -100,6 +134,8 @@ def next_fact(document: Document, history: Sequence[Turn], seed: int,
     draw = random.Random(f"{document.id}|{seed}|{len(history)}")
     if not history:
         return draw.choice(pool)
+    if alike:
+        pool = look_alikes(pool, document)
     vocabulary = [set(content_words(f)) for f in every]
     last = history[-1]
     if about is None:
@@ -128,7 +164,8 @@ def next_facts(group: DocumentGroup, history: Sequence[Turn], seed: int,
     (:func:`next_fact`) or not ``cross``, never two documents."""
     documents = group.documents
     if len(documents) == 1:
-        return Asked((documents[0].id,), (next_fact(documents[0], history, seed, eligible),))
+        return Asked((documents[0].id,), (next_fact(documents[0], history, seed, eligible,
+                                                    alike=eligible is None),))
     draw = random.Random(f"{group.id}|{seed}|{len(history)}|documents")
     asked = {s for t in history for s in t.generated.source.split("+")}
     fresh = [d for d in documents if d.id not in asked]

@@ -41,6 +41,9 @@ class Document(_Model):
     id: str
     text: str
     metadata: dict[str, object] = Field(default_factory=dict)
+    #: the texts of the documents loaded with it (its knowledge base, :mod:`.documents`):
+    #: a follow-up prefers a fact one of them states too (:mod:`.facts`); not recorded
+    others: tuple[str, ...] = Field(default=(), exclude=True, repr=False)
 
     @property
     def headings(self) -> list[str]:
