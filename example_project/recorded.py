@@ -49,6 +49,7 @@ class Check(NamedTuple):
 #: replay and were pruned
 CHECKS = [
     Check("history none", 100, None, "inconclusive", "forgetfulness"),
+    Check("accepted", 100, None, "inconclusive", "faithfulness"),
 ]
 
 
