@@ -50,6 +50,7 @@ class Check(NamedTuple):
 CHECKS = [
     Check("history none", 100, None, "inconclusive", "forgetfulness"),
     Check("accepted", 100, None, "inconclusive", "faithfulness"),
+    Check("top_k 1", 100, None, "inconclusive", "faithfulness"),
 ]
 
 
