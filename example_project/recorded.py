@@ -51,6 +51,7 @@ CHECKS = [
     Check("history none", 100, None, "inconclusive", "forgetfulness"),
     Check("accepted", 100, None, "inconclusive", "faithfulness"),
     Check("top_k 1", 100, None, "inconclusive", "faithfulness"),
+    Check("history first", 100, None, "passed", None),
 ]
 
 
