@@ -52,6 +52,7 @@ CHECKS = [
     Check("accepted", 100, None, "inconclusive", "faithfulness"),
     Check("top_k 1", 100, None, "inconclusive", "faithfulness"),
     Check("history first", 100, None, "passed", None),
+    Check("history none", 110, None, "inconclusive", "forgetfulness"),
 ]
 
 
