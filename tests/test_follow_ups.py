@@ -140,3 +140,10 @@ def test_the_exact_check_names_what_to_fix() -> None:
     assert "without the conversation" in (leans_back(
         turn("Who designed the harbour bridge?", "Who designed the harbour bridge?"),
         history) or "")
+
+
+def test_a_phrase_asked_about_with_what_or_which_stays() -> None:
+    said = ["When did the first electric line open?", "The first electric line opened in 1911."]
+    # "What it circles the old town?" asks nothing: the line is what the user asks for
+    assert refer_back("What line circles the old town?", said, said) is None
+    assert refer_back("Which line runs at night?", said, said) is None

@@ -38,6 +38,8 @@ _SHORT_PREPOSITIONS = frozenset(["on", "in", "at", "to", "for", "from", "with", 
 _RELATIVE = frozenset(["that", "which", "who"])
 _ABOUT = re.compile(r"About [^:?]+: ")
 _QUANTIFIERS = frozenset(["every", "each", "all", "any", "some", "no", "both", "either"])
+#: words before a noun that ask which one it is: "What line circles the old town?"
+_INTERROGATIVE = frozenset(["what", "which", "whose", "how"])
 _BE_HAVE = frozenset(["is", "are", "was", "were", "has", "have", "had"])
 _AUXILIARIES = frozenset(["did", "does", "do", "can", "could", "will", "would", "should", "may",
                           "might", "must", "shall"])
@@ -138,8 +140,8 @@ def refer_back(standalone: str, said: Sequence[str], last: Sequence[str]) -> str
                  if t[:1].isupper() and (begin or t is not tokens[0])}
         verbatim = any(f" {' '.join(words(' '.join(tokens[begin:end])))} " in text
                        for text in earlier)
-        if begin and tokens[begin - 1].lower() in _QUANTIFIERS:  # "every tram": not "every it"
-            return None
+        if begin and tokens[begin - 1].lower() in _QUANTIFIERS | _INTERROGATIVE:
+            return None  # "every tram" is not "every it", "what line" not "what it"
         # a name alone is not enough: "a Brenmouth library card" is not "Brenmouth"
         known = names & spoken and {singular(w) for w in meaning} <= spoken_singular
         if not meaning or not (verbatim or known):
