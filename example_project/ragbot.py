@@ -202,11 +202,11 @@ class RagBot:
         return list(history)
 
     def retrieve(self, question: str, history: list[Message]) -> list[Chunk]:
-        """The ``top_k`` chunks most similar to the question. With history, the previous
-        user question is embedded together with this one, so that a follow-up such as
-        "and how much does it cost?" still finds the topic of the conversation."""
+        """The ``top_k`` chunks most similar to the question. With history, the user's
+        earlier questions are embedded together with this one, so that a follow-up such as
+        "and who owns it?" still finds the topic the conversation named turns before."""
         index = load_index(self.kb_dir)
-        previous = [m.content for m in history if m.role == "user"][-1:]
+        previous = [m.content for m in history if m.role == "user"]
         ranked = self.ranking(index, " ".join([*previous, question]))
         return [index.chunks[i] for i in ranked[: self.top_k]]
 

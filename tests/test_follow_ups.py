@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from pytest_ragdive.engine.documents import known_together
 from pytest_ragdive.engine.follow_ups import (
     about_subject,
     chat_message,
@@ -12,8 +13,9 @@ from pytest_ragdive.engine.follow_ups import (
     follow_up,
     leans_back,
     refer_back,
+    told_apart,
 )
-from pytest_ragdive.engine.models import GeneratedTurn, RagAnswer, Turn
+from pytest_ragdive.engine.models import Document, GeneratedTurn, RagAnswer, Turn
 
 FIRST = ["What is Brenmouth's public bike-share scheme called?",
          "It is called CityCycle. It has 1,150 bicycles and the Tern ferry takes them."]
@@ -147,3 +149,54 @@ def test_a_phrase_asked_about_with_what_or_which_stays() -> None:
     # "What it circles the old town?" asks nothing: the line is what the user asks for
     assert refer_back("What line circles the old town?", said, said) is None
     assert refer_back("Which line runs at night?", said, said) is None
+
+
+def _ferries() -> dict[str, Document]:
+    return {d.id: d for d in known_together([
+        Document(id="river", text="# River Ferry\n\nBoats leave the Old Quay every 60 minutes. It is "
+                                  "owned by the Ardle Trust. In 2023 it carried 410,000 passengers."),
+        Document(id="harbour", text="# Harbour Ferry\n\nFerries leave the terminal every 30 "
+                                    "minutes. It is owned by the city. In 2023 it carried 1.9 "
+                                    "million passengers."),
+        Document(id="buses", text="# Regional Buses\n\nBuses leave the bus station every 20 "
+                                  "minutes. They are owned by Valleybus. In 2023 they carried "
+                                  "11.4 million passengers.")])}
+
+
+def test_a_follow_up_naming_what_only_its_document_has_is_told_apart() -> None:
+    river = _ferries()["river"]
+    # what look-alike services all state needs the conversation to say which one is meant
+    assert told_apart("Who owns it?", river) is None
+    assert told_apart("In 2023, how many passengers did it carry?", river) is None
+    reason = told_apart("When do boats leave the Old Quay?", river)
+    assert reason is not None and '"boats", "old", "quay"' in reason
+    # a document loaded alone has nothing to be told apart from
+    alone = Document(id="river", text=river.text)
+    assert told_apart("When do boats leave the Old Quay?", alone) is None
+
+
+def test_the_validator_sends_back_a_follow_up_its_words_alone_answer() -> None:
+    from pytest_ragdive.engine.validator import exact_verdict
+
+    river = _ferries()["river"]
+    first = Turn(index=1, answer=RagAnswer(answer="It is the River Ferry of Brenmouth."),
+                 generated=GeneratedTurn(
+                     rag_input="What is the River Ferry?", standalone_question="What is the River Ferry?",
+                     ground_truth="A ferry.", question_type="initial", evidence="# River Ferry"))
+
+    def asked(message: str, standalone: str, evidence: str) -> GeneratedTurn:
+        return GeneratedTurn(rag_input=message, standalone_question=standalone,
+                             ground_truth=evidence, question_type="follow_up", evidence=evidence)
+
+    owner = asked("Who owns it?", "Who owns the River Ferry?", "It is owned by the Ardle Trust.")
+    assert exact_verdict(owner, river, [first]).valid
+    quay = asked("When do boats leave the Old Quay?",
+                 "When do boats of the River Ferry leave the Old Quay?",
+                 "Boats leave the Old Quay every 60 minutes.")
+    verdict = exact_verdict(quay, river, [first])
+    assert verdict.categories == ["rag_input_not_connected"] and '"quay"' in verdict.feedback
+    # a premise states its fact in full: that turn tests correcting, not memory
+    premise = "Boats leave the Old Quay every 90 minutes."
+    stated = quay.model_copy(update={"premise": premise,
+                                     "rag_input": f"{premise} When do they leave it?"})
+    assert exact_verdict(stated, river, [first]).valid

@@ -8,8 +8,12 @@ whatever a model would say (whether it leans on the conversation: :mod:`.follow_
 
 from __future__ import annotations
 
+import functools
+import math
 import re
+from collections import Counter
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 
 from .models import GeneratedTurn
 
@@ -35,6 +39,35 @@ def singular(word: str) -> str:
     """``word`` as comparisons of words take it: a plural's "s" dropped ("lines" -> "line")."""
     plural = len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is"))
     return word[:-1] if plural else word
+
+
+def word_weights(held: Sequence[AbstractSet[str]]) -> dict[str, float]:
+    """Each word's weight among texts, given each text's words: log(texts / texts that
+    hold it), 0 for a word every text holds."""
+    counts = Counter(w for ws in held for w in ws)
+    return {w: math.log(len(held) / n) for w, n in counts.items()}
+
+
+@functools.lru_cache(maxsize=256)
+def _held(text: str) -> frozenset[str]:
+    return frozenset(singular(w) for w in content_words(text))
+
+
+def singles_out(message: str, own: str, others: Sequence[str]) -> list[str]:
+    """The words of ``message`` by which it alone picks out the text ``own`` among
+    ``others`` (the weight of its words that ``own`` holds is greater than any other
+    text's, weights by :func:`word_weights`), rarest first; [] when it does not. A
+    follow-up that does can be answered by a bot that kept no conversation."""
+    if not others:
+        return []
+    held = [_held(text) for text in (own, *others)]
+    weight = word_weights(held)
+    asked = {singular(w): w for w in content_words(message)}
+    score = [sum(weight[w] for w in asked.keys() & ws) for ws in held]
+    if score[0] <= max(score[1:]):
+        return []
+    return [asked[w] for w in sorted(asked.keys() & held[0], key=lambda w: (-weight[w], w))
+            if weight[w] > 0]
 
 
 def numbers(text: str) -> list[str]:

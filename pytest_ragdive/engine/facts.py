@@ -20,15 +20,13 @@ so those roles have no cross-document turns.
 
 from __future__ import annotations
 
-import math
 import random
 import re
-from collections import Counter
 from collections.abc import Callable, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
-from .checks import content_words, singular, supporting_sentences, words
+from .checks import content_words, singular, supporting_sentences, word_weights, words
 from .models import Document, DocumentGroup, GeneratedTurn, Turn
 
 _CLAUSE = re.compile(r"(?<=[.!?])\s+|;\s+")
@@ -107,12 +105,12 @@ def look_alikes(pool: list[str], document: Document) -> list[str]:
     answered only by a bot that knows which service the conversation is about."""
     if not document.others or len(pool) < 2:
         return pool
-    held = Counter(w for text in (document.text, *document.others) for w in _kind_words(text))
+    weight = word_weights([_kind_words(text) for text in (document.text, *document.others)])
     subject = _kind_words(document.subject or "")
 
     def rarity(fact: str) -> float:
         own = _kind_words(fact, subject)
-        return sum(math.log((len(document.others) + 1) / held[w]) for w in own) / max(len(own), 1)
+        return sum(weight[w] for w in own) / max(len(own), 1)
 
     scores = {f: rarity(f) for f in pool}
     cut = sorted(scores.values())[(len(pool) - 1) // 2]

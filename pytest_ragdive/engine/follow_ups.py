@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
-from .checks import content_words, repeated_subject, singular, words
-from .models import GeneratedTurn, Turn
+from .checks import content_words, repeated_subject, singles_out, singular, words
+from .models import Document, GeneratedTurn, Turn
 
 #: a token is a word or a mark, or a name with its number and label ("Line 2 (green)"), so
 #: that the label goes with the name it belongs to
@@ -79,6 +79,21 @@ def leans_back(candidate: GeneratedTurn, history: Sequence[Turn],
                 "something the last answer talked about, named in standalone_question and "
                 "referred to as \"it\" in rag_input")
     return None
+
+
+def told_apart(message: str, document: Document) -> str | None:
+    """None unless ``message`` names what only ``document`` holds among the documents it
+    was loaded with (:func:`~.checks.singles_out`): "When do boats leave the Old Quay?"
+    finds its service without the conversation, "Who owns it?" among look-alikes does not.
+    A bot that kept no history answers the first as well as one that did."""
+    named = singles_out(message, document.text, document.others)
+    if not named:
+        return None
+    quoted = ", ".join(f'"{w}"' for w in named[:4])
+    return (f"rag_input says {quoted}, which only this topic has among those a user could "
+            f"mean, so it can be understood without the conversation; ask it the way a user "
+            f"who relies on the conversation does, with \"it\" for the topic and without "
+            f"those words")
 
 
 def is_question(message: str) -> bool:

@@ -1,8 +1,9 @@
 """Stage 2, the Conversation Validator: exact checks, then a judge, accept or reject a turn.
 
-Checks that can be decided exactly (does the follow-up lean on the conversation, does it
-ask about its fact, does it ask again, is its evidence in the document, does it name "the
-document"; does a premise turn state a premise the document refutes, does a vague turn
+Checks that can be decided exactly (does the follow-up lean on the conversation and
+leave out what tells its document apart from the others, does it ask about its fact, does
+it ask again, is its evidence in the document, does it name "the document"; does a premise
+turn state a premise the document refutes, does a vague turn
 leave its readings open, does a return turn leave its topic unnamed) are decided by code in
 :mod:`.checks`, :mod:`.follow_ups`, :mod:`.premises`, :mod:`.readings`, :mod:`.switching`
 and :mod:`.sources`. The rest are yes/no questions to the validator model, each read from
@@ -24,6 +25,7 @@ from .templates import history_view, render
 #: check -> the paper's rejection class when it fails
 CATEGORIES: dict[str, RejectionCategory] = {
     "refers_back": "rag_input_not_connected",
+    "needs_conversation": "rag_input_not_connected",
     "premise_refuted": "ground_truth",
     "left_open": "question_not_consistent",
     "shift_source": "ground_truth",
@@ -98,6 +100,10 @@ def exact_verdict(candidate: GeneratedTurn, document: Document | DocumentGroup,
         if candidate.question_type != "cross_document":
             found["asks_its_fact"] = checks.asks_its_fact(
                 candidate, earlier, follow_ups.said_before(history))
+        if len(group.documents) == 1 and not candidate.premise:
+            # a premise states its fact in full: that turn tests correcting, not memory
+            found["needs_conversation"] = follow_ups.told_apart(
+                candidate.rag_input, group.documents[0])
     if history:
         found["not_repeated"] = checks.repeated_question(candidate, earlier)
     if candidate.premise:
