@@ -50,6 +50,7 @@ class Check(NamedTuple):
 CHECKS = [
     Check("history none", 100, None, "passed", None),
     Check("accepted", 100, None, "inconclusive", "context_precision"),
+    Check("top_k 1", 100, None, "regressed", "correctness"),
 ]
 
 
