@@ -3,8 +3,8 @@
 Checks that can be decided exactly (does the follow-up lean on the conversation and
 leave out what tells its document apart from the others, does it ask about its fact, does
 it ask again, is its evidence in the document, does it name "the document"; does a premise
-turn state a premise the document refutes, does a vague turn
-leave its readings open, does a return turn leave its topic unnamed) are decided by code in
+turn state a premise the document refutes, does a vague turn leave its readings open, does
+a return turn leave its topic unnamed) are decided by code in
 :mod:`.checks`, :mod:`.follow_ups`, :mod:`.premises`, :mod:`.readings`, :mod:`.switching`
 and :mod:`.sources`. The rest are yes/no questions to the validator model, each read from
 the probability of "yes"; they share one prompt up to the question, so a model that keeps
