@@ -36,6 +36,31 @@ KEY = "450 g strong white bread flour, 50 g wholemeal flour and 10 g salt."
     ("It was founded in 2011 by residents, 90 of them electric.", "When was the club founded?",
      ["It was founded in 2011 by residents"]),
     ("16:30", "When is the last climb?", ["16:30"]),
+    # a question that asks one thing asks the one part that shares most of its words
+    ("A single ticket costs 2.40 marks and is valid for 90 minutes.",
+     "How much does a single ticket cost?", ["A single ticket costs 2.40 marks"]),
+    # ... a part without its subject read with the one before
+    ("A single ticket costs 2.40 marks and is valid for 90 minutes.",
+     "How long is a single ticket valid?", ["is valid for 90 minutes"]),
+    ("The lighthouse was built in 1871 and automated in 1962.",
+     "When was the lighthouse automated?", ["automated in 1962"]),
+    # ... a later sentence when it is the one asked
+    ("The club has 400 bikes. A whole day costs 45 marks.",
+     "What does a whole day cost at the club?", ["A whole day costs 45 marks"]),
+    # names say what a question is about, not what it asks: they only break a tie
+    ("Pedalwerk runs the Brenmouth bike share. Bikes cost 1 mark per 30 minutes.",
+     "Which company runs the Brenmouth bike share?",
+     ["Pedalwerk runs the Brenmouth bike share"]),
+    # a part that renames the one before is never the one asked
+    ("The ferry is operated by Brenmouth Verkehr, the company that also runs the trams.",
+     "Who operates the ferry?", ["The ferry is operated by Brenmouth Verkehr"]),
+    # a bare "Yes" goes with the part after it; a short first part sharing no word is the answer
+    ("Yes, bikes ride free. A bike rack holds 6 bikes.", "Can I take my bike along?",
+     ["Yes, bikes ride free"]),
+    ("3 years, if registered within 30 days.", "How long is the warranty?", ["3 years"]),
+    # no part shares a word: the first
+    ("Trams run from 5:00 until midnight, every day of the year.",
+     "What are the service hours?", ["Trams run from 5:00 until midnight"]),
 ])
 def test_key_parts(key: str, question: str, parts: list[str]) -> None:
     assert key_parts(key, question) == parts

@@ -113,6 +113,19 @@ def repeated_question(candidate: GeneratedTurn, earlier: Sequence[GeneratedTurn]
     return None
 
 
+_SUFFIX = re.compile(r"(?:ship|ing|ion|ed|er|or|es|e|s)$")
+
+
+def stem(word: str) -> str:
+    """``word`` with its endings taken off while three letters stay ("ownership", "owned" ->
+    "own"; "operator", "operates" -> "operat"): words of one family, for choosing which part
+    of an answer key a question asks (:func:`.facts.key_parts`)."""
+    word = singular(word.removesuffix("'s"))
+    while (cut := _SUFFIX.sub("", word)) != word and len(cut) >= 3:
+        word = cut
+    return word
+
+
 def _same_word(a: str, b: str) -> bool:
     """Whether two words are one word in another form ("owns", "owned"; "bus", "buses")."""
     a, b = sorted((singular(a), singular(b)), key=len)

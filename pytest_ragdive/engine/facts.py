@@ -26,13 +26,32 @@ from collections.abc import Callable, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
-from .checks import content_words, singular, supporting_sentences, word_weights, words
+from .checks import (
+    content_words,
+    numbers,
+    singular,
+    stem,
+    supporting_sentences,
+    word_weights,
+    words,
+)
 from .models import Document, DocumentGroup, GeneratedTurn, Turn
 
 _CLAUSE = re.compile(r"(?<=[.!?])\s+|;\s+")
-#: where an answer key's parts meet: a semicolon, a colon, a comma (with "and" after it),
-#: or an "and" before a phrase with a figure ("... 350 g water and 10 g salt")
-_KEY_PART = re.compile(r";\s+|:\s+|,\s+(?:and\s+)?|\s+and\s+(?=(?:a |an |the )?[\w.,-]*\d)")
+#: a verb that may begin a part of an answer key that leaves out its subject
+_VERB = r"(?:is|are|was|were|has|have|had|can|costs?|takes?|runs?|opens?|closes?|[a-z]+ed)\b"
+#: where an answer key's parts meet: a sentence's end, a semicolon, a colon, a comma (with
+#: "and" after it), or an "and" before a phrase with a figure ("... 350 g water and 10 g
+#: salt") or before a verb ("... and is valid for 90 minutes"); the joint is kept
+_KEY_PART = re.compile(r"((?<=[.!?])\s+(?=[A-Z])|;\s+|:\s+|,\s+(?:and\s+)?"
+                       rf"|\s+and\s+(?=(?:a |an |the )?[\w.,-]*\d|{_VERB}))")
+_BARE = {"yes", "no"}
+_SEVERAL = re.compile(r"\b(?:and|or)\b", re.IGNORECASE)
+#: a range's first end: its "and" does not cut ("between 2.00 and 7.50 marks")
+_BETWEEN = re.compile(r"\bbetween\s+\S+$")
+_QUESTION_WORD = re.compile(r"\b(?:what|which|who|whom|whose|when|where|why|how)\b", re.IGNORECASE)
+#: a part that renames the one before it ("the company that runs the ferries")
+_APPOSITIVE = re.compile(r"(?:the|an?)\s+[^,]*?\b(?:that|who|which)\b")
 _DIGIT = re.compile(r"\d")
 _LOWER = re.compile(r"(?<![\w'-])[a-z][a-z'-]*")
 #: the chance that a follow-up in a group, once every document was asked about, uses two
@@ -46,25 +65,63 @@ def facts(document: Document) -> list[str]:
     return [c.strip() for c in _CLAUSE.split(" ".join(lines)) if len(words(c)) >= 4]
 
 
-def key_parts(answer_key: str, question: str) -> list[str]:
-    """The parts of an answer key that a right reply to ``question`` must each state
-    ("450 g strong white bread flour, 50 g wholemeal flour and 10 g salt" -> three): pieces
-    between commas, colons, semicolons and an "and" before a figure (a piece with neither a
-    figure nor two words of content joined to the one before it); of those, the first and
-    each that shares a word of content with the question. A key that quotes a whole sentence
-    holds parts nobody asked for ("..., 90 of them electric" for "When was the club
-    founded?"): a reply need not state them."""
-    parts: list[str] = []
-    for piece in (p.strip(" .") for p in _KEY_PART.split(answer_key)):
-        if not piece:
+def _pieces(answer_key: str) -> list[str]:
+    """The answer key cut where its parts meet (:data:`_KEY_PART`); a piece with neither a
+    figure nor two words of content goes with the one before it, a bare "Yes" or "No" with
+    the one after it."""
+    cut = _KEY_PART.split(answer_key.strip())
+    pieces: list[str] = []
+    for piece, joint in zip(cut[::2], [""] + cut[1::2]):
+        piece = piece.strip()
+        if not piece.strip("."):
             continue
-        if parts and not (_DIGIT.search(piece) or len(content_words(piece)) >= 2):
-            parts[-1] += ", " + piece
+        if pieces and (set(words(pieces[-1])) <= _BARE or _BETWEEN.search(pieces[-1])
+                       or not (_DIGIT.search(piece) or len(content_words(piece)) >= 2)):
+            pieces[-1] += joint.rstrip() + " " + piece
         else:
-            parts.append(piece)
-    asked = {singular(w) for w in content_words(question)}
-    return [p for i, p in enumerate(parts)
-            if i == 0 or asked & {singular(w) for w in content_words(p)}] or [answer_key]
+            pieces.append(piece)
+    return [p.strip(" .") for p in pieces]
+
+
+def _shared(question: AbstractSet[str], part: str) -> int:
+    """How many of the ``question``'s words (stems, :func:`.checks.stem`) ``part`` holds."""
+    return len(question & {stem(w) for w in content_words(part)})
+
+
+def key_parts(answer_key: str, question: str) -> list[str]:
+    """The parts of an answer key that a right reply to ``question`` must each state.
+
+    The key is cut at sentences, semicolons, colons, commas and an "and" before a figure or
+    a verb ("costs 2.40 marks and is valid for 90 minutes"). A question that asks several
+    things ("and", "or", or two question words) must have the first part and each part that
+    shares a word with it ("450 g bread flour, 50 g wholemeal flour and 10 g salt" -> three).
+    A question that asks one thing must have one: a key that quotes a whole sentence holds
+    clauses nobody asked for ("..., 90 of them electric" for "When was the club founded?").
+    That part is the one that shares the most of the question's common (lower-case) words,
+    then of its names (which say what it is about, not what it asks), the first on a tie;
+    never a part that renames the one before ("the company that ...") or that the question
+    states whole ("When does Line 3 run every 4 minutes?"). A part without its subject
+    ("... and is valid for 90 minutes") is read with the one before, and a short first part
+    that shares no word with the question is the answer ("3 years, if ...")."""
+    parts = _pieces(answer_key) or [answer_key]
+    asked = {stem(w) for w in content_words(question)}
+    if _SEVERAL.search(question) or len(_QUESTION_WORD.findall(question)) >= 2:
+        return [p for i, p in enumerate(parts) if i == 0 or _shared(asked, p)]
+    figures = set(numbers(question))
+
+    def stated(part: str) -> bool:
+        return figures.issuperset(numbers(part)) and _shared(asked, part) == len(
+            {stem(w) for w in content_words(part)})
+
+    if len(content_words(parts[0])) < 3 and not _shared(asked, parts[0]) and not stated(parts[0]):
+        return parts[:1]
+    common = {stem(w) for w in content_words(" ".join(_LOWER.findall(question)))}
+    read = [f"{parts[i - 1]} {p}" if i and re.match(_VERB, p) else p
+            for i, p in enumerate(parts)]
+    score = [(False, -1, -1) if i and _APPOSITIVE.match(p) else
+             (not stated(p), _shared(common, r), _shared(asked - common, r))
+             for i, (p, r) in enumerate(zip(parts, read))]
+    return [parts[score.index(max(score))]]
 
 
 def quotes(turn: GeneratedTurn) -> list[str]:
