@@ -46,11 +46,15 @@ class Check(NamedTuple):
 
 #: recorded late on 2026-12-04 (third recording of that day): follow-ups whose words alone
 #: single out their document are sent back (``needs_conversation``), and the bot embeds every
-#: earlier user question with a new one; earlier checks no longer replay and were pruned
+#: earlier user question with a new one; earlier checks no longer replay and were pruned.
+#: Judged again on 2026-12-05, once correctness asked a question that asks one thing only the
+#: key part it asks (``engine/facts.key_parts``): the conversations replay, the part calls are new
 CHECKS = [
     Check("history none", 100, None, "passed", None),
     Check("accepted", 100, None, "inconclusive", "context_precision"),
     Check("top_k 1", 100, None, "regressed", "correctness"),
+    Check("history first", 100, None, "inconclusive", "correctness"),
+    Check("accepted", 110, None, "passed", None),
 ]
 
 
