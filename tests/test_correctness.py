@@ -51,6 +51,20 @@ KEY = "450 g strong white bread flour, 50 g wholemeal flour and 10 g salt."
     ("Pedalwerk runs the Brenmouth bike share. Bikes cost 1 mark per 30 minutes.",
      "Which company runs the Brenmouth bike share?",
      ["Pedalwerk runs the Brenmouth bike share"]),
+    # a condition is a part of its own; the part read with its subject answers "which company"
+    ("The scheme is owned by the city and operated by the company Pedalwerk until 2028.",
+     "What company operates the scheme?", ["operated by the company Pedalwerk"]),
+    ("The scheme is owned by the city and operated by the company Pedalwerk until 2028.",
+     "Who owns the city's bike-share scheme?", ["The scheme is owned by the city"]),
+    # a part the question states whole is not what it asks
+    ("During the Harbour Festival in July, Line 3 runs every 4 minutes.",
+     "During the Harbour Festival in July, how often does Line 3 run?",
+     ["Line 3 runs every 4 minutes"]),
+    ("During the Harbour Festival in July, Line 3 runs every 4 minutes.",
+     "When does Line 3 run every 4 minutes?", ["During the Harbour Festival in July"]),
+    ("In 2023, the buses carried 11.4 million passengers, 94 percent of them on time.",
+     "How many passengers did the buses carry in 2023?",
+     ["the buses carried 11.4 million passengers"]),
     # a part that renames the one before is never the one asked
     ("The ferry is operated by Brenmouth Verkehr, the company that also runs the trams.",
      "Who operates the ferry?", ["The ferry is operated by Brenmouth Verkehr"]),

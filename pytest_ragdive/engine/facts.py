@@ -42,13 +42,15 @@ _CLAUSE = re.compile(r"(?<=[.!?])\s+|;\s+")
 _VERB = r"(?:is|are|was|were|has|have|had|can|costs?|takes?|runs?|opens?|closes?|[a-z]+ed)\b"
 #: where an answer key's parts meet: a sentence's end, a semicolon, a colon, a comma (with
 #: "and" after it), or an "and" before a phrase with a figure ("... 350 g water and 10 g
-#: salt") or before a verb ("... and is valid for 90 minutes"); the joint is kept
+#: salt") or before a verb ("... and is valid for 90 minutes"), and before a condition
+#: ("... by Pedalwerk until the end of 2028"); the joint is kept
 _KEY_PART = re.compile(r"((?<=[.!?])\s+(?=[A-Z])|;\s+|:\s+|,\s+(?:and\s+)?"
-                       rf"|\s+and\s+(?=(?:a |an |the )?[\w.,-]*\d|{_VERB}))")
+                       rf"|\s+and\s+(?=(?:a |an |the )?[\w.,-]*\d|{_VERB})"
+                       r"|\s+(?=(?:until|depending on|including|except)\b))")
 _BARE = {"yes", "no"}
 _SEVERAL = re.compile(r"\b(?:and|or)\b", re.IGNORECASE)
-#: a range's first end: its "and" does not cut ("between 2.00 and 7.50 marks")
-_BETWEEN = re.compile(r"\bbetween\s+\S+$")
+#: a range's first end: its "and" or "until" does not cut ("between 2.00 and 7.50 marks")
+_BETWEEN = re.compile(r"\b(?:between|from)\s+\S+$")
 _QUESTION_WORD = re.compile(r"\b(?:what|which|who|whom|whose|when|where|why|how)\b", re.IGNORECASE)
 #: a part that renames the one before it ("the company that runs the ferries")
 _APPOSITIVE = re.compile(r"(?:the|an?)\s+[^,]*?\b(?:that|who|which)\b")
@@ -88,6 +90,13 @@ def _shared(question: AbstractSet[str], part: str) -> int:
     return len(question & {stem(w) for w in content_words(part)})
 
 
+def _subject(part: str) -> str:
+    """What ``part`` is about: its words before its first verb ("A single ticket costs ..."
+    -> "A single ticket")."""
+    verb = re.search(rf"\b{_VERB}", part)
+    return part[:verb.start()] if verb else part
+
+
 def key_parts(answer_key: str, question: str) -> list[str]:
     """The parts of an answer key that a right reply to ``question`` must each state.
 
@@ -100,27 +109,31 @@ def key_parts(answer_key: str, question: str) -> list[str]:
     That part is the one that shares the most of the question's common (lower-case) words,
     then of its names (which say what it is about, not what it asks), the first on a tie;
     never a part that renames the one before ("the company that ...") or that the question
-    states whole ("When does Line 3 run every 4 minutes?"). A part without its subject
-    ("... and is valid for 90 minutes") is read with the one before, and a short first part
-    that shares no word with the question is the answer ("3 years, if ...")."""
+    states whole while another part holds what it asks ("When does Line 3 run every 4
+    minutes?"). A part without its subject ("... and is valid for 90 minutes") is read with
+    the subject of the one before, and a short first part that shares no word with the
+    question is the answer ("3 years, if ...")."""
     parts = _pieces(answer_key) or [answer_key]
     asked = {stem(w) for w in content_words(question)}
     if _SEVERAL.search(question) or len(_QUESTION_WORD.findall(question)) >= 2:
         return [p for i, p in enumerate(parts) if i == 0 or _shared(asked, p)]
+    read = [f"{_subject(parts[i - 1])} {p}" if i and re.match(_VERB, p) else p
+            for i, p in enumerate(parts)]
+    own = [{stem(w) for w in content_words(p)} for p in parts]
+    held = [asked & {stem(w) for w in content_words(r)} for r in read]
     figures = set(numbers(question))
 
-    def stated(part: str) -> bool:
-        return figures.issuperset(numbers(part)) and _shared(asked, part) == len(
-            {stem(w) for w in content_words(part)})
+    def stated(i: int) -> bool:  # whole in the question: given, unless it is all there is
+        return (own[i] <= asked and figures.issuperset(numbers(parts[i]))
+                and (bool(numbers(parts[i]))
+                     or any(held[j] - own[i] for j in range(len(parts)) if j != i)))
 
-    if len(content_words(parts[0])) < 3 and not _shared(asked, parts[0]) and not stated(parts[0]):
+    if len(content_words(parts[0])) < 3 and not held[0] and not stated(0):
         return parts[:1]
     common = {stem(w) for w in content_words(" ".join(_LOWER.findall(question)))}
-    read = [f"{parts[i - 1]} {p}" if i and re.match(_VERB, p) else p
-            for i, p in enumerate(parts)]
     score = [(False, -1, -1) if i and _APPOSITIVE.match(p) else
-             (not stated(p), _shared(common, r), _shared(asked - common, r))
-             for i, (p, r) in enumerate(zip(parts, read))]
+             (not stated(i), len(held[i] & common), len(held[i] - common))
+             for i, p in enumerate(parts)]
     return [parts[score.index(max(score))]]
 
 
