@@ -100,10 +100,10 @@ def _subject(part: str) -> str:
 def key_parts(answer_key: str, question: str) -> list[str]:
     """The parts of an answer key that a right reply to ``question`` must each state.
 
-    The key is cut at sentences, semicolons, colons, commas and an "and" before a figure or
-    a verb ("costs 2.40 marks and is valid for 90 minutes"). A question that asks several
+    The key is cut at sentences, semicolons, colons, commas, an "and" before a figure or a
+    verb ("costs 2.40 marks and is valid for 90 minutes") and a condition ("until ..."). A question that asks several
     things ("and", "or", or two question words) must have the first part and each part that
-    shares a word with it ("450 g bread flour, 50 g wholemeal flour and 10 g salt" -> three).
+    shares a word with the question ("450 g bread flour, 50 g wholemeal flour and 10 g salt" -> three).
     A question that asks one thing must have one: a key that quotes a whole sentence holds
     clauses nobody asked for ("..., 90 of them electric" for "When was the club founded?").
     That part is the one that shares the most of the question's common (lower-case) words,
@@ -123,7 +123,7 @@ def key_parts(answer_key: str, question: str) -> list[str]:
     held = [asked & {stem(w) for w in content_words(r)} for r in read]
     figures = set(numbers(question))
 
-    def stated(i: int) -> bool:  # whole in the question: given, unless it is all there is
+    def stated(i: int) -> bool:  # whole in the question, with a figure or beside what is asked
         return (own[i] <= asked and figures.issuperset(numbers(parts[i]))
                 and (bool(numbers(parts[i]))
                      or any(held[j] - own[i] for j in range(len(parts)) if j != i)))
