@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 from pytest_ragdive.engine import checks
 from pytest_ragdive.engine.models import GeneratedTurn
 
@@ -58,3 +63,16 @@ def test_a_follow_up_must_ask_about_something_its_fact_adds_to_the_conversation(
     assert "asks nothing that the fact states" in (checks.asks_its_fact(drifted, [], said) or "")
     # a fact asked about before (a short document ran out of facts) is the repeat check's
     assert checks.asks_its_fact(drifted, [asked], said) is None
+
+
+def test_a_message_two_documents_hold_alike_singles_out_neither_in_every_process() -> None:
+    # both ferries' documents hold every word of it: equal weights, summed in a set's order
+    kb = Path(__file__).resolve().parents[1] / "example_project" / "kb"
+    message = "What are the numbers of passengers and bicycles carried by the Tern ferry?"
+    code = ("import pytest_ragdive as r; from pytest_ragdive.engine.checks import singles_out; "
+            f"d = {{x.id: x for x in r.load_documents({str(kb)!r})}}['harbour-ferry']; "
+            f"print(singles_out({message!r}, d.text, d.others))")
+    outputs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              check=True, env={**os.environ, "PYTHONHASHSEED": str(seed)}).stdout
+               for seed in range(1, 7)]
+    assert outputs == ["[]\n"] * 6

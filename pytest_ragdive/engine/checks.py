@@ -63,7 +63,7 @@ def singles_out(message: str, own: str, others: Sequence[str]) -> list[str]:
     held = [_held(text) for text in (own, *others)]
     weight = word_weights(held)
     asked = {singular(w): w for w in content_words(message)}
-    score = [sum(weight[w] for w in asked.keys() & ws) for ws in held]
+    score = [math.fsum(weight[w] for w in asked.keys() & ws) for ws in held]  # any set order
     if score[0] <= max(score[1:]):
         return []
     return [asked[w] for w in sorted(asked.keys() & held[0], key=lambda w: (-weight[w], w))

@@ -20,6 +20,7 @@ so those roles have no cross-document turns.
 
 from __future__ import annotations
 
+import math
 import random
 import re
 from collections.abc import Callable, Sequence
@@ -180,7 +181,8 @@ def look_alikes(pool: list[str], document: Document) -> list[str]:
 
     def rarity(fact: str) -> float:
         own = _kind_words(fact, subject)
-        return sum(weight[w] for w in own) / max(len(own), 1)
+        # fsum: the same in every process whatever the set's order, so ties stay ties
+        return math.fsum(weight[w] for w in own) / max(len(own), 1)
 
     scores = {f: rarity(f) for f in pool}
     cut = sorted(scores.values())[(len(pool) - 1) // 2]
