@@ -65,6 +65,9 @@ KEY = "450 g strong white bread flour, 50 g wholemeal flour and 10 g salt."
     ("In 2023, the buses carried 11.4 million passengers, 94 percent of them on time.",
      "How many passengers did the buses carry in 2023?",
      ["the buses carried 11.4 million passengers"]),
+    # a question that asks for a figure asks the part that holds one
+    ("Holders of a Brenmouth library card get the annual membership at half price, for 30 "
+     "marks.", "How much does a library card membership cost?", ["for 30 marks"]),
     # a part that renames the one before is never the one asked
     ("The ferry is operated by Brenmouth Verkehr, the company that also runs the trams.",
      "Who operates the ferry?", ["The ferry is operated by Brenmouth Verkehr"]),

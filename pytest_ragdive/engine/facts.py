@@ -56,6 +56,10 @@ _QUESTION_WORD = re.compile(r"\b(?:what|which|who|whom|whose|when|where|why|how)
 #: a part that renames the one before it ("the company that runs the ferries")
 _APPOSITIVE = re.compile(r"(?:the|an?)\s+[^,]*?\b(?:that|who|which)\b")
 _DIGIT = re.compile(r"\d")
+#: a question whose answer is a figure: an amount, a count, a duration, a time or a date
+_ASKS_FIGURE = re.compile(r"\bhow\s+(?:much|many|long|often|old|far|early|late|soon)\b|\bwhen\b"
+                          r"|\b(?:what|which)\s+(?:year|time|date|day|hours?|price|fee)\b",
+                          re.IGNORECASE)
 _LOWER = re.compile(r"(?<![\w'-])[a-z][a-z'-]*")
 #: the chance that a follow-up in a group, once every document was asked about, uses two
 CROSS_SHARE = 0.5
@@ -107,8 +111,9 @@ def key_parts(answer_key: str, question: str) -> list[str]:
     shares a word with the question ("450 g bread flour, 50 g wholemeal flour and 10 g salt" -> three).
     A question that asks one thing must have one: a key that quotes a whole sentence holds
     clauses nobody asked for ("..., 90 of them electric" for "When was the club founded?").
-    That part is the one that shares the most of the question's common (lower-case) words,
-    then of its names (which say what it is about, not what it asks), the first on a tie;
+    That part is one with a figure when the question asks for one ("How much ...?", "When
+    ...?") and the key has one, then the one that shares the most of the question's common
+    (lower-case) words, then of its names (which say what it is about, not what it asks), the first on a tie;
     never a part that renames the one before ("the company that ...") or that the question
     states whole while another part holds what it asks ("When does Line 3 run every 4
     minutes?"). A part without its subject ("... and is valid for 90 minutes") is read with
@@ -132,8 +137,10 @@ def key_parts(answer_key: str, question: str) -> list[str]:
     if len(content_words(parts[0])) < 3 and not held[0] and not stated(0):
         return parts[:1]
     common = {stem(w) for w in content_words(" ".join(_LOWER.findall(question)))}
-    score = [(False, -1, -1) if i and _APPOSITIVE.match(p) else
-             (not stated(i), len(held[i] & common), len(held[i] - common))
+    figure = bool(_ASKS_FIGURE.search(question))
+    score = [(False, False, -1, -1) if i and _APPOSITIVE.match(p) else
+             (not stated(i), not figure or bool(numbers(p)), len(held[i] & common),
+              len(held[i] - common))
              for i, p in enumerate(parts)]
     return [parts[score.index(max(score))]]
 
