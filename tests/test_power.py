@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from pytest_ragdive.plugin import power
-from pytest_ragdive.plugin.verdict import decide, permutation_p
+from pytest_ragdive.plugin.permutation import permutation_p
+from pytest_ragdive.plugin.verdict import decide
 
 SD, CHANGE, LEVEL = 0.2, 0.15, 0.01
 

@@ -10,15 +10,8 @@ import time
 import numpy as np
 import pytest
 
-from pytest_ragdive.plugin.verdict import (
-    decide,
-    holm,
-    needs_confirmation,
-    paired,
-    paired_p,
-    permutation_p,
-    smallest_p,
-)
+from pytest_ragdive.plugin.permutation import least_p, paired, paired_p, permutation_p
+from pytest_ragdive.plugin.verdict import decide, holm, needs_confirmation, tarone
 
 
 def runs(rng: np.random.Generator, docs: int, n: int, shift: float = 0.0) -> dict[str, list[float]]:
@@ -61,25 +54,58 @@ def test_a_clearly_worse_candidate_is_worse() -> None:
     assert not needs_confirmation(verdicts)
 
 
-def test_the_smallest_p_follows_the_formula() -> None:
+def test_the_least_p_of_untied_scores_follows_the_formula() -> None:
     base = {"a": [0.5, 0.6, 0.7], "b": [0.4, 0.5, 0.6], "c": [0.7, 0.8, 0.9]}
     cand = {"a": [0.1], "b": [0.2], "c": [0.3]}
-    assert smallest_p(base, cand) == pytest.approx(1 / 64)
+    assert least_p(base, cand, True) == pytest.approx(1 / 64)
     mixed_base = {"a": [0.5, 0.6, 0.7], "b": [0.4, 0.5, 0.6, 0.7], "c": [0.7, 0.8]}
     mixed_cand = {"a": [0.1], "b": [0.2, 0.25], "c": [0.3, 0.35]}
-    assert smallest_p(mixed_base, mixed_cand) == pytest.approx(1 / (4 * 15 * 6))
+    assert least_p(mixed_base, mixed_cand, True) == pytest.approx(1 / (4 * 15 * 6))
     # documents on one side only do not count
-    assert smallest_p({**base, "x": [0.1]}, {**cand, "y": [0.2]}) == pytest.approx(1 / 64)
+    assert least_p({**base, "x": [0.1]}, {**cand, "y": [0.2]}, True) == pytest.approx(1 / 64)
 
 
-def test_the_most_extreme_labelling_reaches_the_smallest_p() -> None:
+def test_the_most_extreme_labelling_reaches_the_least_p() -> None:
     base = {"a": [0.5, 0.6, 0.7], "b": [0.4, 0.5, 0.6, 0.7], "c": [0.7, 0.8]}
     cand = {"a": [0.1], "b": [0.2, 0.25], "c": [0.3, 0.35]}
-    assert permutation_p(base, cand, True) == pytest.approx(smallest_p(base, cand))
+    assert permutation_p(base, cand, True) == pytest.approx(least_p(base, cand, True))
     # the mirror image is the least extreme: every labelling is at least as bad
     assert permutation_p(base, cand, False) == 1.0
     # Monte Carlo (360 labellings, 100 draws) counts the observed one: never below 1/101
     assert 1 / 101 <= permutation_p(base, cand, True, draws=100) < 0.06
+
+
+def test_ties_raise_the_least_p() -> None:
+    # every run scored the same: no labelling is more extreme than another
+    flat = {"a": [1.0, 1.0, 1.0], "b": [1.0, 1.0, 1.0]}
+    assert least_p(flat, {"a": [1.0], "b": [1.0]}, True) == 1.0
+    # a: one of four runs differs (1 labelling in 4); b is all ties
+    assert least_p({"a": [1.0, 1.0, 1.0], "b": [1.0] * 3}, {"a": [0.0], "b": [1.0]},
+                   True) == pytest.approx(1 / 4)
+    # two of four runs score 0: the candidate's one run is the worse in 2 labellings of 4
+    assert least_p({"a": [1.0, 1.0, 0.0]}, {"a": [0.0]}, True) == pytest.approx(2 / 4)
+
+
+def test_tarone_leaves_out_what_cannot_reach_significance() -> None:
+    # K = 1: nothing reaches 0.05; K = 2: a and b reach 0.025, at most 2
+    assert tarone({"a": 0.001, "b": 0.02, "c": 0.04, "d": 1.0}, 0.05) == ({"a", "b"}, 0.025)
+    assert tarone({"a": 0.001, "b": 1.0}, 0.05) == ({"a"}, 0.05)
+    assert tarone({"a": 1e-6, "b": 1e-6, "c": 1e-6}, 0.05) == ({"a", "b", "c"}, 0.05 / 3)
+    assert tarone({"a": 0.2}, 0.05) == (set(), 0.05)
+    assert tarone({}, 0.05) == (set(), 0.05)
+
+
+def test_a_metric_every_run_scores_alike_does_not_raise_the_others_thresholds() -> None:
+    # correctness p = 1/64 (3 documents, 1 of 4 labellings each): above 0.05/2, at 0.05/1
+    base = {"correctness": {"a": [0.5, 0.6, 0.7], "b": [0.4, 0.5, 0.6], "c": [0.7, 0.8, 0.9]},
+            "context_recall": {d: [1.0, 1.0, 1.0] for d in "abc"}}
+    cand = {"correctness": {"a": [0.1], "b": [0.2], "c": [0.3]},
+            "context_recall": {d: [1.0] for d in "abc"}}
+    verdicts = {v.metric: v for v in decide(base, cand)}
+    assert verdicts["correctness"].verdict == "worse" and verdicts["correctness"].tested
+    assert "≤ Holm threshold 0.0500" in verdicts["correctness"].reason
+    assert verdicts["context_recall"].verdict == "not worse"
+    assert not verdicts["context_recall"].tested and verdicts["context_recall"].smallest_p == 1
 
 
 def test_ties_count_against_the_candidate() -> None:
@@ -121,7 +147,9 @@ def test_an_unreachable_threshold_is_inconclusive_and_says_why() -> None:
     assert {v.verdict for v in verdicts} == {"inconclusive"}
     reason = verdicts[0].reason
     assert "3 documents × 3 baseline runs × 1 candidate run" in reason
-    assert "0.0083" in reason and "0.0156" in reason and "add documents or runs" in reason
+    # six metrics that cannot reach 0.0156: none reaches 0.05 / 4 (Tarone's K = 4)
+    assert "cannot reach p ≤ 0.0125" in reason and "0.0156" in reason
+    assert "add documents or runs" in reason and not any(v.tested for v in verdicts)
     assert needs_confirmation(verdicts)
     # with one metric the same design can decide
     assert decide({"correctness": base["correctness"]},
@@ -204,7 +232,7 @@ def test_missing_metrics_and_documents_are_left_out() -> None:
 def test_nan_scores_are_dropped() -> None:
     base = {"a": [0.5, float("nan"), 0.7], "b": [0.4, 0.5, 0.6]}
     cand = {"a": [0.1], "b": [float("nan")]}
-    assert smallest_p(base, cand) == pytest.approx(1 / 3)
+    assert least_p(base, cand, True) == pytest.approx(1 / 3)
     assert permutation_p(base, cand, True) == pytest.approx(1 / 3)
 
 

@@ -49,10 +49,14 @@ def permutation(row: dict[str, Any], usable: Mapping[str, dict[str, Any]], colle
                      else "inconclusive" if "inconclusive" in found else "passed")
     documents = len({d for by_doc in candidate.values() for d in by_doc})
     runs = sorted({len(r["runs"][m]) for r in usable.values() for m in r["runs"]})
+    tested = sum(v.tested for v in verdicts)
+    untested = [v.metric for v in verdicts if not v.tested]
     row["design"] = (f"{documents} of {collected} document{'s' * (collected != 1)}, "
                      f"{runs[0]}{f'-{runs[-1]}' if len(runs) > 1 else ''} candidate run"
-                     f"{'s' * (runs[-1] != 1)} each; Holm over {len(verdicts)} metric"
-                     f"{'s' * (len(verdicts) != 1)} at alpha {alpha:g}")
+                     f"{'s' * (runs[-1] != 1)} each; Holm over {tested} metric"
+                     f"{'s' * (tested != 1)} at alpha {alpha:g}"
+                     + (f" ({', '.join(untested)}: cannot reach it on these scores)"
+                        if untested else ""))
 
 
 def describe(row: dict[str, Any]) -> str:

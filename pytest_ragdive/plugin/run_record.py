@@ -137,8 +137,10 @@ class MetricVerdictRecord(_Model):
     verdict: Literal["worse", "not worse", "inconclusive"]
     p: float
     delta: float = Field(description="Candidate minus baseline, the mean over documents.")
-    smallest_p: float = Field(description="The smallest p-value the design can give.")
+    smallest_p: float = Field(description="The smallest p-value these scores can give.")
     reason: str
+    tested: bool = Field(default=True, description="In Holm's family: its scores can reach "
+                         "significance (Tarone's rule).")
 
 
 class TestRecord(_Model):
