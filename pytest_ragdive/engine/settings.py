@@ -118,7 +118,8 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
             (MARKER, INI), form="a path to a .jsonl file"),
     Setting("verdict", str, "permutation", "what fails the session: permutation (per test "
             "function and metric, a stratified permutation test of the candidate's runs "
-            "against the baseline's, Holm over the metrics at ragdive_alpha; a band left by one "
+            "against the baseline's, Holm over the metrics that can reach "
+            "significance at ragdive_alpha; a band left by one "
             "item is shown, not failed) or band (the paper's rule: any score outside its "
             "min-max band fails its item)", (CLI, INI), choices=("permutation", "band")),
     Setting("alpha", float, 0.05, "the permutation verdict's false-alarm rate per test "

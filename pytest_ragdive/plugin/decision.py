@@ -53,10 +53,11 @@ def permutation(row: dict[str, Any], usable: Mapping[str, dict[str, Any]], colle
     untested = [v.metric for v in verdicts if not v.tested]
     row["design"] = (f"{documents} of {collected} document{'s' * (collected != 1)}, "
                      f"{runs[0]}{f'-{runs[-1]}' if len(runs) > 1 else ''} candidate run"
-                     f"{'s' * (runs[-1] != 1)} each; Holm over {tested} metric"
-                     f"{'s' * (tested != 1)} at alpha {alpha:g}"
+                     f"{'s' * (runs[-1] != 1)} each; "
+                     + (f"Holm over {tested} metric{'s' * (tested != 1)} at alpha {alpha:g}"
+                        if tested else f"no metric can reach alpha {alpha:g}")
                      + (f" ({', '.join(untested)}: cannot reach it on these scores)"
-                        if untested else ""))
+                        if untested and tested else ""))
 
 
 def describe(row: dict[str, Any]) -> str:
