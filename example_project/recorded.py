@@ -48,10 +48,12 @@ class Check(NamedTuple):
 #: single out their document are sent back (``needs_conversation``), and the bot embeds every
 #: earlier user question with a new one; earlier checks no longer replay and were pruned.
 #: Judged again on 2026-12-05, once correctness asked a question that asks one thing only the
-#: key part it asks (``engine/facts.key_parts``): the conversations replay, the part calls are new
+#: key part it asks (``engine/facts.key_parts``): the conversations replay, the part calls are new;
+#: and again later that day, once a question that asks for a figure checked the part with one
 CHECKS = [
     Check("history none", 100, None, "inconclusive", "correctness"),
     Check("history none", 110, None, "inconclusive", "correctness"),
+    Check("history none", 120, None, "inconclusive", "correctness"),
     Check("accepted", 100, None, "inconclusive", "context_precision"),
     Check("accepted", 110, None, "passed", None),
     Check("accepted", 120, None, "passed", None),
