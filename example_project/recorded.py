@@ -57,6 +57,7 @@ CHECKS = [
     Check("accepted", 100, None, "inconclusive", "context_precision"),
     Check("accepted", 110, None, "passed", None),
     Check("accepted", 120, None, "passed", None),
+    Check("accepted", 130, None, "passed", None),
     Check("top_k 1", 100, None, "regressed", "correctness"),
     Check("history first", 100, None, "inconclusive", "correctness"),
 ]
