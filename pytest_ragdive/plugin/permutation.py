@@ -51,30 +51,17 @@ def _contribution(pooled: np.ndarray, cand_sums: np.ndarray, r: int, k: int,
     return sign * (cand_sums / k - (total - cand_sums) / r)
 
 
-def permutation_p(baseline: Scores, candidate: Scores, higher_is_better: bool, *,
-                  draws: int = 20000, seed: int = 0) -> float:
-    """One-sided p-value that the candidate is worse, stratified by document.
-
-    Statistic: the mean over shared documents of (candidate mean - baseline mean),
-    oriented so that larger is worse. Every within-document relabelling is enumerated
-    when there are at most ``draws`` of them; otherwise ``draws`` seeded random ones are
-    drawn and p = (1 + #>=) / (1 + draws). Ties count as >=.
-    """
-    if draws < 1:
-        raise ValueError("draws must be at least 1")
-    layers = strata(baseline, candidate)
-    if not layers:
-        raise ValueError("no document has both baseline and candidate scores")
-    sign = -1.0 if higher_is_better else 1.0
+def _null(layers: list[tuple[np.ndarray, np.ndarray]], sign: float, draws: int, seed: int
+          ) -> tuple[np.ndarray, bool]:
+    """The statistic over every within-document relabelling (exact) or ``draws`` seeded
+    random ones, and whether it is exact."""
     sizes = [math.comb(b.size + c.size, c.size) for b, c in layers]
     exact = math.prod(sizes) <= draws
     rng = np.random.default_rng(seed)
-    observed = 0.0
     totals: np.ndarray = np.zeros(1 if exact else draws)
     for (b, c), size in zip(layers, sizes):
         r, k = b.size, c.size
         pooled = np.concatenate([b, c])
-        observed += float(_contribution(pooled, np.array(c.sum()), r, k, sign))
         if exact or size <= draws:
             values = _contribution(pooled, pooled[_combinations(r + k, k)].sum(axis=1), r, k,
                                    sign)
@@ -85,22 +72,52 @@ def permutation_p(baseline: Scores, candidate: Scores, higher_is_better: bool, *
         else:  # too many labellings to list: random permutations of this document's runs
             chosen = np.argpartition(rng.random((draws, r + k)), k - 1, axis=1)[:, :k]
             totals += _contribution(pooled, pooled[chosen].sum(axis=1), r, k, sign)
+    return totals, exact
+
+
+def _p(totals: np.ndarray, exact: bool, observed: float) -> float:
     hits = int(np.count_nonzero(totals >= observed - _TIE * max(1.0, abs(observed))))
-    return hits / totals.size if exact else (1 + hits) / (1 + draws)
+    return hits / totals.size if exact else (1 + hits) / (1 + totals.size)
+
+
+def permutation_test(baseline: Scores, candidate: Scores, higher_is_better: bool, *,
+                     draws: int = 20000, seed: int = 0) -> tuple[float, float]:
+    """One-sided p-value that the candidate is worse, stratified by document, and the
+    smallest p-value these scores can give whichever runs are the candidate's.
+
+    Statistic: the mean over shared documents of (candidate mean - baseline mean),
+    oriented so that larger is worse. Every within-document relabelling is enumerated
+    when there are at most ``draws`` of them; otherwise ``draws`` seeded random ones are
+    drawn and p = (1 + #>=) / (1 + draws). Ties count as >=. The smallest p is that of the
+    labelling that gives each document's candidate its worst runs: ties raise it, and
+    where every run scored the same it is 1.
+    """
+    if draws < 1:
+        raise ValueError("draws must be at least 1")
+    layers = strata(baseline, candidate)
+    if not layers:
+        raise ValueError("no document has both baseline and candidate scores")
+    sign = -1.0 if higher_is_better else 1.0
+    totals, exact = _null(layers, sign, draws, seed)
+    observed = extreme = 0.0
+    for b, c in layers:
+        pooled = np.concatenate([b, c])
+        worst = np.sort(sign * pooled)[-c.size:].sum() * sign  # the candidate's worst runs
+        observed += float(_contribution(pooled, np.array(c.sum()), b.size, c.size, sign))
+        extreme += float(_contribution(pooled, np.array(worst), b.size, c.size, sign))
+    return _p(totals, exact, observed), _p(totals, exact, extreme)
+
+
+def permutation_p(baseline: Scores, candidate: Scores, higher_is_better: bool, *,
+                  draws: int = 20000, seed: int = 0) -> float:
+    """The p-value of :func:`permutation_test`."""
+    return permutation_test(baseline, candidate, higher_is_better, draws=draws, seed=seed)[0]
 
 
 def least_p(baseline: Scores, candidate: Scores, higher_is_better: bool, *,
             draws: int = 20000, seed: int = 0) -> float:
-    """The smallest p-value :func:`permutation_p` can give on these scores, whichever runs
-    are the candidate's: that of the labelling that gives each document's candidate its
-    worst runs. Ties raise it: where every run scored the same, it is 1."""
-    base: dict[str, list[float]] = {}
-    cand: dict[str, list[float]] = {}
-    for i, (b, c) in enumerate(strata(baseline, candidate)):
-        pooled = np.sort(np.concatenate([b, c]))  # then the worst last
-        pooled = pooled[::-1] if higher_is_better else pooled
-        base[str(i)], cand[str(i)] = pooled[:b.size].tolist(), pooled[b.size:].tolist()
-    return permutation_p(base, cand, higher_is_better, draws=draws, seed=seed)
+    """The smallest p-value of :func:`permutation_test` on these scores."""
+    return permutation_test(baseline, candidate, higher_is_better, draws=draws, seed=seed)[1]
 
 
 def paired(baseline: Scores, candidate: Scores, baseline_seeds: Seeds,
@@ -122,6 +139,12 @@ def paired(baseline: Scores, candidate: Scores, baseline_seeds: Seeds,
             return None
         out.append(np.asarray(diffs, dtype=float))
     return out or None
+
+
+def paired_floor(differences: Sequence[np.ndarray]) -> float:
+    """The smallest p-value :func:`paired_p` can give: every nonzero difference on the
+    worse side (a zero difference is the same under either sign)."""
+    return 0.5 ** sum(int(np.count_nonzero(d)) for d in differences)
 
 
 def paired_p(differences: Sequence[np.ndarray], higher_is_better: bool, *,

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..engine.metrics import METRICS
 from . import power
-from .permutation import Scores, Seeds, least_p, paired, paired_p, permutation_p, strata
+from .permutation import Scores, Seeds, paired, paired_floor, paired_p, permutation_test, strata
 
 Verdict = Literal["worse", "not worse", "inconclusive"]
 
@@ -129,16 +129,14 @@ def decide(baseline: Mapping[str, Scores], candidate: Mapping[str, Scores], *,
         if pairs:
             p = paired_p(pairs, higher, draws=draws, seed=seed)
             delta = float(np.mean([d.mean() for d in pairs]))
-            floor = 0.5 ** sum(int(np.count_nonzero(d)) for d in pairs)
             tested[metric] = _Tested(_design([d.size for d in pairs]), len(pairs), p, delta,
-                                     floor, True, power.paired_spread(pairs))
+                                     paired_floor(pairs), True, power.paired_spread(pairs))
             continue
-        p = permutation_p(base, candidate[metric], higher, draws=draws, seed=seed)
+        p, floor = permutation_test(base, candidate[metric], higher, draws=draws, seed=seed)
         delta = float(np.mean([c.mean() - b.mean() for b, c in runs]))
         tested[metric] = _Tested(
             _design([c.size for _, c in runs], [b.size for b, _ in runs]), len(runs), p, delta,
-            least_p(base, candidate[metric], higher, draws=draws, seed=seed), False,
-            power.unpaired_spread(runs))
+            floor, False, power.unpaired_spread(runs))
     family, reach = tarone({metric: entry.floor for metric, entry in tested.items()}, alpha)
     p_values = {metric: entry.p for metric, entry in tested.items() if metric in family}
     rejected = holm(p_values, alpha)
