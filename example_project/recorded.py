@@ -54,12 +54,16 @@ CHECKS = [
     Check("history none", 100, None, "inconclusive", "correctness"),
     Check("history none", 110, None, "inconclusive", "correctness"),
     Check("history none", 120, None, "inconclusive", "correctness"),
+    Check("history none", 130, None, "inconclusive", "forgetfulness"),
     Check("accepted", 100, None, "inconclusive", "context_precision"),
     Check("accepted", 110, None, "passed", None),
     Check("accepted", 120, None, "passed", None),
     Check("accepted", 130, None, "passed", None),
+    Check("accepted", 140, None, "inconclusive", "correctness"),
     Check("top_k 1", 100, None, "regressed", "correctness"),
+    Check("top_k 1", 110, None, "inconclusive", "correctness"),
     Check("history first", 100, None, "inconclusive", "correctness"),
+    Check("history first", 110, None, "inconclusive", "correctness"),
 ]
 
 
