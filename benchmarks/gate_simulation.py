@@ -14,9 +14,11 @@ Rules compared, each over both metrics:
 
 * new: ``pytest_ragdive.plugin.verdict.decide`` (stratified permutation test, Holm over the
   two metrics at --alpha); the session is flagged when a metric is "worse".
-* confirm: the plugin's default. Every document's first candidate run that leaves that
-  document's band on the worse side (on any metric) draws 2 more runs with new seeds; then
-  ``decide`` on every run drawn (1 or 3 per document).
+* confirm: the plugin's default (``ragdive_confirm_scope = document``). Every document's
+  first candidate run that leaves that document's band on the worse side (on any metric)
+  draws 2 more runs with new seeds; then ``decide`` on every run drawn (1 or 3 per document).
+* confirm-test: ``ragdive_confirm_scope = test``. When some document's first run leaves its
+  band on the worse side, every document draws 2 more runs.
 * paired: the default at the default seed. The candidate's runs take the baseline's seeds
   (run j at baseline run j's seed), confirmed as above, and ``decide`` tests the pairs.
 * band: flagged when the first candidate run of any document leaves that document's min..max
@@ -53,7 +55,7 @@ SIMULATED = ("forgetfulness", "context_retention")
 
 @dataclass(frozen=True)
 class Job:
-    rule: str  # "new" (its band counted on the same data), "confirm" or "paired"
+    rule: str  # "new" (its band counted on the same data), "confirm", "confirm-test" or "paired"
     docs: int
     runs: int
     k: int
@@ -119,8 +121,10 @@ def simulate(job: Job) -> Counts:
         candidate = dialogues(rng, job, job.g1, seeds[:, :K_MAX] if paired
                               else rng.normal(0.0, job.seed_sd, (job.docs, K_MAX)))
         base = by_metric(baseline)
-        if job.rule in ("confirm", "paired"):
+        if job.rule != "new":
             leaves = leaves_band(baseline, candidate[:, :, 0])
+            if job.rule == "confirm-test":
+                leaves[:] = leaves.any()
             drawn = {m: {f"doc{d}": list(candidate[i, d, :K_MAX if leaves[d] else 1])
                          for d in range(job.docs)} for i, m in enumerate(SIMULATED)}
             # run j of every document has seed j: the baseline's own when paired
@@ -162,7 +166,8 @@ def jobs(args: argparse.Namespace) -> list[Job]:
                   alpha=args.alpha, seed_sd=args.seed_sd)
     out = []
     designs = ([("new", d, r, k) for d, r, k in SHAPES]
-               + [(rule, d, r, 1) for rule in ("confirm", "paired") for d, r in CONFIRMED])
+               + [(rule, d, r, 1) for rule in ("confirm", "confirm-test", "paired")
+                  for d, r in CONFIRMED])
     for i, (rule, d, r, k) in enumerate(designs):
         for j, g1 in enumerate((args.g0, *BROKEN)):
             out.append(Job(rule, d, r, k, g1, seed=args.seed * 1000 + 10 * i + j, **common))

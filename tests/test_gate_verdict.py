@@ -364,3 +364,42 @@ def test_a_first_run_with_a_metric_the_judge_could_not_score_still_draws_confirm
     (test,) = RunRecord.model_validate_json((recorded.path / "run.json").read_text()).tests
     runs = {item.document_id: item.runs for item in test.items}
     assert runs == {"alpha": 3, "beta": 3}
+
+
+def _tolerant_band(project: pytest.Pytester) -> None:
+    """alpha's forgetfulness band as if one of its baseline runs had forgotten: a forgetful
+    first run stays inside it, beta's leaves its band."""
+    path = project.path / "__ragdive__" / "test_bot" / "test_bot[alpha].json"
+    band = json.loads(path.read_text())
+    band["metrics"]["forgetfulness"].update(min=0.0, max=1.0, runs=[0.0, 0.0, 1.0],
+                                            mean=0.3333)
+    path.write_text(json.dumps(band))
+
+
+@pytest.mark.parametrize(("scope", "runs", "verdict", "exit_code"), [
+    ("document", [1, 3], "inconclusive", pytest.ExitCode.OK),
+    ("test", [3, 3], "worse", pytest.ExitCode.TESTS_FAILED)])
+def test_the_confirmation_scope_says_which_documents_draw_more_runs(
+        recorded, monkeypatch, scope, runs, verdict, exit_code) -> None:
+    _tolerant_band(recorded)
+    monkeypatch.setenv("BOT_MODE", "forgetful")
+    result = recorded.runpytest("-m", "ragdive", "--ragdive-json=run.json",
+                                f"--ragdive-confirm-scope={scope}")
+    (test,) = RunRecord.model_validate_json((recorded.path / "run.json").read_text()).tests
+    # alpha's first run stays in its band; with scope "test", beta's leaving its band
+    # confirms alpha too, and the runs it adds decide what one run of alpha could not
+    assert [i.runs for i in test.items] == runs
+    assert {v.metric: v.verdict for v in test.verdicts}["forgetfulness"] == verdict
+    assert result.ret == exit_code
+
+
+def test_a_test_wide_confirmation_over_workers_confirms_per_document_and_says_so(
+        recorded, monkeypatch) -> None:
+    _tolerant_band(recorded)
+    monkeypatch.setenv("BOT_MODE", "forgetful")
+    result = recorded.runpytest("-m", "ragdive", "-n", "2", "--ragdive-json=run.json",
+                                "--ragdive-confirm-scope=test")
+    result.stdout.fnmatch_lines(["*ragdive_confirm_scope test needs a test's documents in one "
+                                 "process*each document confirmed on its own*"])
+    (test,) = RunRecord.model_validate_json((recorded.path / "run.json").read_text()).tests
+    assert [i.runs for i in test.items] == [1, 3]

@@ -47,6 +47,7 @@ class ItemSettings:
     validator_checks: str
     runs: int
     confirm_runs: int
+    confirm_scope: str
     metrics_chosen: bool  # by the marker or the ini file; else the judge may leave some out
     openers: tuple[Opener, ...] = ()
 
@@ -110,7 +111,8 @@ class Options:
                                 max_regenerations=pick("max_regenerations"),
                                 validation=pick("validation"),
                                 validator_checks=pick("validator_checks"), runs=pick("runs"),
-                                confirm_runs=pick("confirm_runs"), metrics_chosen=bool(chosen),
+                                confirm_runs=pick("confirm_runs"),
+                                confirm_scope=pick("confirm_scope"), metrics_chosen=bool(chosen),
                                 openers=self._openers(marker_kwargs, where, module_dir, rootdir))
         except SettingError as exc:
             raise pytest.UsageError(str(exc)) from None

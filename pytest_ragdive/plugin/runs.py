@@ -1,11 +1,13 @@
 """Running each item's dialogues on the plugin's event loop: with the judges the session
 chose, one per seed (every run on update), confirmation runs when the first leaves its band
-on the worse side, and the dialogues of the test's later items started alongside."""
+on the worse side (that document's, or with ``confirm_scope`` test any document's of the
+test function), and the dialogues of the test's later items started alongside."""
 
 from __future__ import annotations
 
 import concurrent.futures
-from collections.abc import Awaitable, Callable, Sequence
+import contextlib
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -19,6 +21,8 @@ if TYPE_CHECKING:
     from ..llm.client import LLMClient
     from .scheduling import Progress, Runner
 
+
+Future = concurrent.futures.Future[Any]
 
 #: how many times an item holds its conversation again when the generator wrote no turn the
 #: validator accepts in one of its runs (the failed runs are listed, "not held")
@@ -40,6 +44,8 @@ class Runs:
         self._scopes: dict[str, str] = {}  # fixture name -> scope
         #: node id -> the item's settings, judges and dialogues (the first run's first)
         self.dialogues: dict[str, tuple[ItemSettings, Judges, list[Dialogue]]] = {}
+        #: test function -> whether one of its documents' first runs left its band, worse
+        self._test_confirms: dict[str, bool] = {}
 
     def fixture_scope(self, name: str, scope: str) -> None:
         self._scopes[name] = scope
@@ -112,16 +118,24 @@ class Runs:
                                              seed - first, most, settings.turns,
                                              certain=not confirming))
 
-        def submit(it: pytest.Item, doc: Document | DocumentGroup) -> list[concurrent.futures.Future[Any]]:
+        def submit(it: pytest.Item, doc: Document | DocumentGroup) -> list[Future]:
             return [runner.submit((it.nodeid, seed), start(doc, seed)) for seed in seeds]
 
         own = submit(item, document)
+        confirms = confirming and settings.confirm_runs > 0
+        test_wide = confirms and settings.confirm_scope == "test"
+        #: the later items of this test: their documents and first runs
+        started: dict[pytest.Item, tuple[Document | DocumentGroup, list[Future]]] = {}
         if self._concurrent():  # start the dialogues of the items of this test that follow
             for other in later:
                 callspec = getattr(other, "callspec", None)
                 doc = callspec.params.get("ragdive_document") if callspec else None
                 if isinstance(doc, (Document, DocumentGroup)):
-                    submit(other, doc)
+                    started[other] = (doc, submit(other, doc))
+        elif test_wide:
+            self.notes.add("ragdive_confirm_scope test needs a test's documents in one process "
+                           "with shared fixtures: each document confirmed on its own")
+            test_wide = False
         dialogues = progress.wait(own)
         last = seeds[-1]
         # a run the generator, not the bot, failed is held again with the next seed, so that
@@ -133,8 +147,19 @@ class Runs:
             dialogues += progress.wait([runner.submit((item.nodeid, last), start(document, last))])
         # the held runs first, by seed: a check's first run is the one it judges
         dialogues.sort(key=lambda d: ("generation" in d.errors, d.seed))
-        if confirming and settings.confirm_runs and self._looks_worse(item, settings, judges,
-                                                                      dialogues[0]):
+        worse = confirms and self._looks_worse(item, settings, judges, dialogues[0])
+        if test_wide:
+            test = item.nodeid.partition("[")[0]
+            if test not in self._test_confirms:  # the test's first item decides for all
+                self._test_confirms[test] = worse or any(
+                    self._looks_worse(other, settings, judges, first)
+                    for other, first in _firsts(started, progress))
+            worse = worse or self._test_confirms[test]
+            if worse:  # the other documents' confirmation runs start alongside this one's
+                for other, (doc, _) in started.items():
+                    for seed in range(seeds[-1] + 1, seeds[-1] + 1 + settings.confirm_runs):
+                        runner.submit((other.nodeid, seed), start(doc, seed))
+        if worse:
             more = range(last + 1, last + 1 + settings.confirm_runs)
             dialogues += progress.wait([runner.submit((item.nodeid, seed), start(document, seed))
                                         for seed in more])
@@ -156,3 +181,15 @@ class Runs:
     def close(self) -> None:
         if self._runner is not None:
             self._runner.close()
+
+
+def _firsts(started: Mapping[pytest.Item, tuple[object, Sequence[Future]]], progress: Progress
+            ) -> Iterator[tuple[pytest.Item, Dialogue]]:
+    """Each started item's first run, once it ended; none where it raised or the generator
+    failed it (that item meets the error, or holds its run again, and judges it itself)."""
+    futures = {other: runs[0] for other, (_, runs) in started.items() if runs}
+    with contextlib.suppress(Exception):  # waited for here; raised in the item it belongs to
+        progress.wait(list(futures.values()))
+    for other, future in futures.items():
+        if future.exception() is None and "generation" not in future.result().errors:
+            yield other, future.result()
