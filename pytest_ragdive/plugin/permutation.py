@@ -114,12 +114,6 @@ def permutation_p(baseline: Scores, candidate: Scores, higher_is_better: bool, *
     return permutation_test(baseline, candidate, higher_is_better, draws=draws, seed=seed)[0]
 
 
-def least_p(baseline: Scores, candidate: Scores, higher_is_better: bool, *,
-            draws: int = 20000, seed: int = 0) -> float:
-    """The smallest p-value of :func:`permutation_test` on these scores."""
-    return permutation_test(baseline, candidate, higher_is_better, draws=draws, seed=seed)[1]
-
-
 def paired(baseline: Scores, candidate: Scores, baseline_seeds: Seeds,
            candidate_seeds: Seeds) -> list[np.ndarray] | None:
     """Per shared document, candidate minus baseline for every candidate run that has a

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from .marker import function_key
 from .options import ItemSettings, Options
 
 if TYPE_CHECKING:
@@ -149,7 +150,7 @@ class Runs:
         dialogues.sort(key=lambda d: ("generation" in d.errors, d.seed))
         worse = confirms and self._looks_worse(item, settings, judges, dialogues[0])
         if test_wide:
-            test = item.nodeid.partition("[")[0]
+            test = function_key(item)
             if test not in self._test_confirms:  # the test's first item decides for all
                 self._test_confirms[test] = worse or any(
                     self._looks_worse(other, settings, judges, first)
