@@ -14,10 +14,11 @@ Rules compared, each over both metrics:
 
 * new: ``pytest_ragdive.plugin.verdict.decide`` (stratified permutation test, Holm over the
   two metrics at --alpha); the session is flagged when a metric is "worse".
-* confirm: the plugin's default (``ragdive_confirm_scope = document``). Every document's
+* confirm: ``ragdive_confirm_scope = document``. Every document's
   first candidate run that leaves that document's band on the worse side (on any metric)
   draws 2 more runs with new seeds; then ``decide`` on every run drawn (1 or 3 per document).
-* confirm-test: ``ragdive_confirm_scope = test``. When some document's first run leaves its
+* confirm-test: the plugin's default (``ragdive_confirm_scope = test``). When some
+  document's first run leaves its
   band on the worse side, every document draws 2 more runs.
 * paired: the default at the default seed. The candidate's runs take the baseline's seeds
   (run j at baseline run j's seed), confirmed as above, and ``decide`` tests the pairs.

@@ -393,13 +393,12 @@ def test_the_confirmation_scope_says_which_documents_draw_more_runs(
     assert result.ret == exit_code
 
 
-def test_a_test_wide_confirmation_over_workers_confirms_per_document_and_says_so(
+def test_the_default_test_wide_confirmation_over_workers_confirms_per_document_and_says_so(
         recorded, monkeypatch) -> None:
     _tolerant_band(recorded)
     monkeypatch.setenv("BOT_MODE", "forgetful")
-    result = recorded.runpytest("-m", "ragdive", "-n", "2", "--ragdive-json=run.json",
-                                "--ragdive-confirm-scope=test")
-    result.stdout.fnmatch_lines(["*ragdive_confirm_scope test needs a test's documents in one "
-                                 "process*each document confirmed on its own*"])
+    result = recorded.runpytest("-m", "ragdive", "-n", "2", "--ragdive-json=run.json")
+    result.stdout.fnmatch_lines(["*--dist load spreads a test's documents over workers: each "
+                                 "dialogue ran alone and each document confirmed on its own;*"])
     (test,) = RunRecord.model_validate_json((recorded.path / "run.json").read_text()).tests
     assert [i.runs for i in test.items] == [1, 3]

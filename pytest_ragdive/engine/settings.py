@@ -128,9 +128,10 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
     Setting("confirm_runs", int, 2, "permutation verdict: candidate runs added per document, "
             "with the seeds after the first, when its first run leaves its band on the worse "
             "side; 0 never adds any", (CLI, MARKER, INI), minimum=0, metavar="N"),
-    Setting("confirm_scope", str, "document", "which documents draw confirmation runs: "
-            "document (those whose first run left its band on the worse side) or test (every "
-            "document of the test function once one did: more power, more runs)",
+    Setting("confirm_scope", str, "test", "which documents draw confirmation runs: "
+            "test (every document of the test function once one's first run left its band on "
+            "the worse side: more power) or document (only those whose first run did: fewer "
+            "runs)",
             (CLI, MARKER, INI), choices=("document", "test")),
     Setting("band_margin", float, 0.0, "tolerance added to both sides of every band", (INI,),
             minimum=0),

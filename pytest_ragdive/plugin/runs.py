@@ -51,18 +51,23 @@ class Runs:
     def fixture_scope(self, name: str, scope: str) -> None:
         self._scopes[name] = scope
 
-    def _concurrent(self) -> bool:
+    def _concurrent(self, test_wide: bool) -> bool:
         """Whether the items of a test function may hold their dialogues at once: only
-        with shared adapter and judges, and (under xdist) when one worker runs them all."""
+        with shared adapter and judges, and (under xdist) when one worker runs them all.
+        ``test_wide``: whether their confirmation was to be decided together."""
         shared = "function" not in self._scopes.values()
+        # a worker sees "no" where -n alone made the controller's "load"
         dist = getattr(self.config.option, "dist", "no")
+        dist = "load" if dist == "no" and hasattr(self.config, "workerinput") else dist
         whole = not hasattr(self.config, "workerinput") or dist in ("loadscope", "loadfile")
+        alone = " and each document confirmed on its own" if test_wide else ""
         if not shared:
-            self.notes.add("ragdive_adapter or ragdive_judges is function-scoped: dialogues "
-                           "ran one at a time; give them session scope to run them concurrently")
+            self.notes.add(f"ragdive_adapter or ragdive_judges is function-scoped: dialogues "
+                           f"ran one at a time{alone}; give them session scope to run them "
+                           f"concurrently")
         elif not whole:
             self.notes.add(f"xdist --dist {dist} spreads a test's documents over workers: each "
-                           f"dialogue ran alone; --dist loadscope runs them concurrently")
+                           f"dialogue ran alone{alone}; --dist loadscope runs them concurrently")
         return shared and whole
 
     def judges(self, judges: Any) -> Judges:
@@ -127,15 +132,13 @@ class Runs:
         test_wide = confirms and settings.confirm_scope == "test"
         #: the later items of this test: their documents and first runs
         started: dict[pytest.Item, tuple[Document | DocumentGroup, list[Future]]] = {}
-        if self._concurrent():  # start the dialogues of the items of this test that follow
+        if self._concurrent(test_wide):  # start the dialogues of this test's later items
             for other in later:
                 callspec = getattr(other, "callspec", None)
                 doc = callspec.params.get("ragdive_document") if callspec else None
                 if isinstance(doc, (Document, DocumentGroup)):
                     started[other] = (doc, submit(other, doc))
-        elif test_wide:
-            self.notes.add("ragdive_confirm_scope test needs a test's documents in one process "
-                           "with shared fixtures: each document confirmed on its own")
+        else:
             test_wide = False
         dialogues = progress.wait(own)
         last = seeds[-1]
