@@ -42,6 +42,9 @@ class Check(NamedTuple):
     verdict: str  # the test's verdict: passed, inconclusive or regressed
     moved: str | None  # the metric a first run moved out of its band (None: none did)
     paired: bool = False
+    #: ``ragdive_confirm_scope`` it was drawn with: "document" for a check whose runs were
+    #: drawn before ``test`` became the default and not drawn again since
+    scope: str = "test"
 
 
 #: recorded late on 2026-12-04 (third recording of that day): follow-ups whose words alone
