@@ -53,20 +53,23 @@ class Check(NamedTuple):
 #: Judged again on 2026-12-05, once correctness asked a question that asks one thing only the
 #: key part it asks (``engine/facts.key_parts``): the conversations replay, the part calls are new;
 #: and again later that day, once a question that asks for a figure checked the part with one
+#: Topped up on the evening of 2026-12-05 for ``ragdive_confirm_scope = test`` (the default
+#: since): the confirmation runs the per-document rule had not drawn were recorded, the
+#: others replay. Those marked ``scope="document"`` were not topped up yet.
 CHECKS = [
     Check("history none", 100, None, "inconclusive", "correctness"),
     Check("history none", 110, None, "inconclusive", "correctness"),
-    Check("history none", 120, None, "inconclusive", "correctness"),
-    Check("history none", 130, None, "inconclusive", "forgetfulness"),
-    Check("accepted", 100, None, "inconclusive", "context_precision"),
-    Check("accepted", 110, None, "passed", None),
-    Check("accepted", 120, None, "passed", None),
-    Check("accepted", 130, None, "passed", None),
+    Check("history none", 120, None, "inconclusive", "correctness", scope="document"),
+    Check("history none", 130, None, "inconclusive", "forgetfulness", scope="document"),
+    Check("accepted", 100, None, "inconclusive", "context_precision", scope="document"),
+    Check("accepted", 110, None, "passed", None, scope="document"),
+    Check("accepted", 120, None, "passed", None, scope="document"),
+    Check("accepted", 130, None, "inconclusive", "faithfulness"),
     Check("accepted", 140, None, "inconclusive", "correctness"),
-    Check("top_k 1", 100, None, "regressed", "correctness"),
+    Check("top_k 1", 100, None, "regressed", "correctness", scope="document"),
     Check("top_k 1", 110, None, "inconclusive", "correctness"),
     Check("history first", 100, None, "inconclusive", "correctness"),
-    Check("history first", 110, None, "inconclusive", "correctness"),
+    Check("history first", 110, None, "regressed", "correctness"),
 ]
 
 
