@@ -62,7 +62,7 @@ CHECKS = [
     Check("history none", 120, None, "inconclusive", "correctness", scope="document"),
     Check("history none", 130, None, "inconclusive", "forgetfulness"),
     Check("accepted", 100, None, "inconclusive", "faithfulness"),
-    Check("accepted", 110, None, "passed", None, scope="document"),
+    Check("accepted", 110, None, "inconclusive", "correctness"),
     Check("accepted", 120, None, "passed", None, scope="document"),
     Check("accepted", 130, None, "inconclusive", "faithfulness"),
     Check("accepted", 140, None, "inconclusive", "correctness"),
