@@ -59,7 +59,7 @@ class Check(NamedTuple):
 CHECKS = [
     Check("history none", 100, None, "inconclusive", "correctness"),
     Check("history none", 110, None, "inconclusive", "correctness"),
-    Check("history none", 120, None, "inconclusive", "correctness", scope="document"),
+    Check("history none", 120, None, "inconclusive", "correctness"),
     Check("history none", 130, None, "inconclusive", "forgetfulness"),
     Check("accepted", 100, None, "inconclusive", "faithfulness"),
     Check("accepted", 110, None, "inconclusive", "correctness"),
