@@ -55,7 +55,7 @@ class Check(NamedTuple):
 #: and again later that day, once a question that asks for a figure checked the part with one
 #: Topped up on the evening of 2026-12-05 for ``ragdive_confirm_scope = test`` (the default
 #: since): the confirmation runs the per-document rule had not drawn were recorded, the
-#: others replay. Those marked ``scope="document"`` were not topped up yet.
+#: others replay.
 CHECKS = [
     Check("history none", 100, None, "inconclusive", "correctness"),
     Check("history none", 110, None, "inconclusive", "correctness"),
@@ -63,7 +63,7 @@ CHECKS = [
     Check("history none", 130, None, "inconclusive", "forgetfulness"),
     Check("accepted", 100, None, "inconclusive", "faithfulness"),
     Check("accepted", 110, None, "inconclusive", "correctness"),
-    Check("accepted", 120, None, "passed", None, scope="document"),
+    Check("accepted", 120, None, "passed", None),
     Check("accepted", 130, None, "inconclusive", "faithfulness"),
     Check("accepted", 140, None, "inconclusive", "correctness"),
     Check("top_k 1", 100, None, "regressed", "correctness"),
