@@ -73,6 +73,7 @@ CHECKS = [
     Check("top_k 1", 120, None, "regressed", "correctness"),
     Check("history first", 100, None, "inconclusive", "correctness"),
     Check("history first", 110, None, "regressed", "correctness"),
+    Check("history first", 120, None, "inconclusive", "correctness"),
 ]
 
 
