@@ -55,8 +55,9 @@ class Check(NamedTuple):
 #: and again later that day, once a question that asks for a figure checked the part with one
 #: Topped up on the evening of 2026-12-05 for ``ragdive_confirm_scope = test`` (the default
 #: since): the confirmation runs the per-document rule had not drawn were recorded, the
-#: others replay. Recorded on 2026-12-05 under the default, after the choice of the weighted
-#: Holm rule tried then: accepted 150, top_k 1 120, history first 120.
+#: others replay. Recorded later that evening under the default, as fresh seeds for a rule
+#: chosen on the checks above (weighted Holm, benchmarks/README.md): accepted 150, top_k 1 120
+#: and history first 120.
 CHECKS = [
     Check("history none", 100, None, "inconclusive", "correctness"),
     Check("history none", 110, None, "inconclusive", "correctness"),
