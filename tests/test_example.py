@@ -78,14 +78,14 @@ def test_a_changed_bot_cannot_replay(
 def test_the_gate_on_a_committed_unseen_seed(
     pytester: pytest.Pytester, example: Path, monkeypatch: pytest.MonkeyPatch, check: Check
 ) -> None:
-    variant, seed, select, verdict, moved, paired, scope = check
+    variant, seed, select, verdict, moved, paired = check
     if paired:  # the accepted bot's runs at the check's seeds become the baseline
         replay(pytester, f"--ragdive-cache-dir={UNSEEN}", f"--ragdive-seed={seed}",
                "--ragdive-update").assert_outcomes(passed=len(documents()))
     for name, value in VARIANTS[variant].items():
         monkeypatch.setenv(name, value)
     result = replay(pytester, f"--ragdive-cache-dir={UNSEEN}", f"--ragdive-seed={seed}",
-                    f"--ragdive-confirm-scope={scope}", *(("-k", select) if select else ()))
+                    *(("-k", select) if select else ()))
     count = len(select.split(" or ")) if select else len(documents())
     result.stdout.fnmatch_lines([
         f"test_cityguide.py::test_cityguide_bot  ({count} documents): {verdict}",
