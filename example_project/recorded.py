@@ -69,6 +69,7 @@ CHECKS = [
     Check("accepted", 130, None, "inconclusive", "faithfulness"),
     Check("accepted", 140, None, "inconclusive", "correctness"),
     Check("accepted", 150, None, "inconclusive", "correctness"),
+    Check("accepted", 160, None, "passed", None),
     Check("top_k 1", 100, None, "regressed", "correctness"),
     Check("top_k 1", 110, None, "inconclusive", "correctness"),
     Check("top_k 1", 120, None, "regressed", "correctness"),
