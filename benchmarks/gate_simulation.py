@@ -31,7 +31,8 @@ draws the first question and the facts). Unpaired candidate runs take new seeds.
 a changed bot's conversation is drawn afresh: the harmless change ``g1 = g0`` is the false
 alarm of the paired rule (an unchanged bot replays its baseline and cannot fail).
 
-False-alarm rate: g1 = g0 (nothing changed). Power: g1 below g0. Wilson 95% intervals.
+False-alarm rate: g1 = g0 (nothing changed). Power: g1 below g0 (``--broken``; 0.8, 0.6 and
+0.45 unless given). Wilson 95% intervals.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ from pytest_ragdive.plugin.verdict import MetricVerdict, decide, needs_confirmat
 SHAPES = ((3, 3, 1), (3, 3, 2), (3, 3, 3), (6, 3, 1), (6, 3, 2), (10, 3, 1), (10, 5, 2))
 CONFIRMED = ((3, 3), (6, 3), (10, 3), (10, 5))  # D, R: k = 1, then up to K_MAX
 K_MAX = 3
-BROKEN = (0.8, 0.6, 0.45)
+BROKEN = (0.8, 0.6, 0.45)  # the broken bots' good follow-ups, unless --broken says
 SIMULATED = ("forgetfulness", "context_retention")
 
 
@@ -170,28 +171,28 @@ def jobs(args: argparse.Namespace) -> list[Job]:
                + [(rule, d, r, 1) for rule in ("confirm", "confirm-test", "paired")
                   for d, r in CONFIRMED])
     for i, (rule, d, r, k) in enumerate(designs):
-        for j, g1 in enumerate((args.g0, *BROKEN)):
+        for j, g1 in enumerate((args.g0, *args.broken)):
             out.append(Job(rule, d, r, k, g1, seed=args.seed * 1000 + 10 * i + j, **common))
     return out
 
 
-def table(results: list[Counts], g0: float) -> str:
+def table(results: list[Counts], g0: float, broken: tuple[float, ...]) -> str:
     rows: dict[tuple[str, int, int, int], dict[float, Counts]] = {}
     for c in results:
         rows.setdefault((c.job.rule, c.job.docs, c.job.runs, c.job.k), {})[c.job.g1] = c
     head = ("| rule | D × R × k | false alarm [95% CI] | inconclusive, unchanged | "
-            + " | ".join(f"power g1={g}" for g in BROKEN)
+            + " | ".join(f"power g1={g}" for g in broken)
             + " | mean k, unchanged | band false alarm [95% CI] | band power "
-            + " / ".join(str(g) for g in BROKEN) + " |")
+            + " / ".join(str(g) for g in broken) + " |")
     lines = [head, "|" + " --- |" * (head.count("|") - 1)]
     for (rule, d, r, k), by_g in rows.items():
         null, n = by_g[g0], by_g[g0].job.sessions
         shape = f"{d} × {r} × {k}" if rule == "new" else f"{d} × {r} × 1 or {K_MAX}"
         band = (rate(null.band_flagged, n, True),
-                " / ".join(rate(by_g[g].band_flagged, n) for g in BROKEN))
+                " / ".join(rate(by_g[g].band_flagged, n) for g in broken))
         lines.append(
             f"| {rule} | {shape} | {rate(null.flagged, n, True)} | {rate(null.inconclusive, n)} | "
-            + " | ".join(rate(by_g[g].flagged, n) for g in BROKEN)
+            + " | ".join(rate(by_g[g].flagged, n) for g in broken)
             + f" | {null.candidate_runs / n:.2f} | "
             + (f"{band[0]} | {band[1]} |" if rule == "new" else "— | — |"))
     return "\n".join(lines)
@@ -203,6 +204,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--q", type=float, default=0.88, help="judge accuracy")
     parser.add_argument("--g0", type=float, default=0.95, help="accepted bot's good follow-ups")
     parser.add_argument("--turns", type=int, default=5, help="turns per dialogue (T)")
+    parser.add_argument("--broken", type=lambda text: tuple(map(float, text.split(","))),
+                        default=BROKEN, help="the broken bots' good follow-ups, e.g. 0.6,0.45")
     parser.add_argument("--alpha", type=float, default=0.05)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--seed-sd", type=float, default=0.0,
@@ -218,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"q = {args.q}, g0 = {args.g0}, T = {args.turns} turns, seed sd {args.seed_sd}, "
           f"alpha = {args.alpha} "
           f"(Holm over {len(SIMULATED)} metrics), {args.sessions} sessions per cell\n")
-    print(table(results, args.g0))
+    print(table(results, args.g0, args.broken))
     print(f"\n{time.perf_counter() - start:.0f} s on {args.workers} workers")
     return 0
 
