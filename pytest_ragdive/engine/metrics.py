@@ -25,5 +25,5 @@ ROLE_TURNS: dict[str, str] = {"premise_corrected": "premise", "clarified": "read
 #: left out of the default set when it evaluates (chosen explicitly, they run), and
 #: "validator" when its validator checks are not asked by default.
 AT_CHANCE: dict[str, tuple[str, ...]] = {
-    "embedded/qwen2.5-coder-1.5b": ("context_retention", "validator"),
+    "embedded/qwen2.5-coder-1.5b": ("context_recall", "context_retention", "validator"),
 }

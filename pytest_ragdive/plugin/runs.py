@@ -98,8 +98,10 @@ class Runs:
         left_out = [m for m in chosen.metrics if m not in settings.metrics]
         if left_out:
             self.notes.add(f"{', '.join(left_out)} not scored: {judges.models['evaluator'].name} "
-                           f"judged it at chance on labelled cases (benchmarks/README.md); "
-                           f"name it in ragdive_metrics to score it anyway")
+                           f"judged {'it' if len(left_out) == 1 else 'each'} at chance on "
+                           f"labelled cases (benchmarks/README.md); name "
+                           f"{'it' if len(left_out) == 1 else 'them'} in ragdive_metrics to "
+                           f"score anyway")
         if self._runner is None:
             self._runner = Runner()
             self._progress = Progress(self.config, lambda: self.client().calls_made)
