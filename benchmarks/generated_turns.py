@@ -3,6 +3,8 @@
     python benchmarks/generated_turns.py                       # the bands' runs
     RAGBOT_HISTORY=none python benchmarks/generated_turns.py \
         --cache .ragdive/unseen --seeds 100
+    python benchmarks/generated_turns.py --role context-aware --metrics correctness \
+        --cache .ragdive/roles --record-mode new --seeds 200        # live: another role
     python benchmarks/generated_turns.py --group 2 --documents "*.md" \
         --cache .ragdive/groups --record-mode new                  # live: groups
 
@@ -79,6 +81,10 @@ def main(argv: list[str] | None = None) -> int:
                              "suite talks about, those with a band file)")
     parser.add_argument("--group", default="", help="documents per dialogue, or a groups file")
     parser.add_argument("--turns", type=int, default=3)
+    parser.add_argument("--role", default="precise", help="the simulated user's role")
+    parser.add_argument("--metrics", default="",
+                        help="metrics to score, comma-separated (default: the example's); "
+                             "correctness alone makes a live measurement of the generator quicker")
     parser.add_argument("--record-mode", default="none", choices=("none", "new"))
     args = parser.parse_args(argv)
     from ragbot import RagBot
@@ -94,8 +100,9 @@ def main(argv: list[str] | None = None) -> int:
         d for seed in map(int, args.seeds.split(","))
         for d in run_blocking(ragdive.arun_dialogues(
             items, RagBot(client=client), judges=ragdive.Judges("embedded/qwen2.5-coder-1.5b"),
-            client=client, turns=args.turns, role="precise", validation="once",
-            max_regenerations=4, seed=seed))
+            client=client, turns=args.turns, role=args.role, validation="once",
+            max_regenerations=4, seed=seed,
+            **({"metrics": tuple(args.metrics.split(","))} if args.metrics else {})))
     ]
     retrieves = retriever()
     n_follow_ups = leaning = depends = subject_only = repeated = alone = told = told_first = 0
