@@ -83,8 +83,8 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
             "and premise_corrected in role mistaken and clarified in role vague, the only ones "
             "they may be chosen in; with one "
             "turn, the multi-turn ones are left out, and so are those the judge model measured "
-            "at chance: context_recall and context_retention on the embedded model)", (MARKER, INI, DIALOGUE),
-            choices=tuple(METRICS)),
+            "at chance: context_recall and context_retention on the embedded model)",
+            (MARKER, INI, DIALOGUE), choices=tuple(METRICS)),
     Setting("max_regenerations", int, 3, "validator rejections allowed per turn",
             (MARKER, INI, DIALOGUE), minimum=0),
     Setting("validation", str, "until_valid", "until_valid: the validator checks every "
