@@ -7,7 +7,8 @@
 After a re-recording, a cache folder keeps the entries of calls that are no longer made
 (another prompt, a check that is no longer asked). This replays, in process, the example's
 update and check at the baseline's seeds (``.ragdive/cache``) and every session of ``gate.py``
-(``.ragdive/unseen``) under both rules, and the beyond suite's update (``.ragdive/beyond``),
+(``.ragdive/unseen``) under both rules, the beyond suite's update (``.ragdive/beyond``) and
+``recall_on_example.py`` (which reads the context recall calls the default no longer makes),
 notes every entry read, and removes the others.
 """
 
@@ -64,6 +65,9 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             for k, v in saved.items():
                 os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
+    import recall_on_example  # the evidence context recall was left out on: it reads those
+
+    recall_on_example.main()
     folders = (".ragdive/cache", UNSEEN, BEYOND)
     unread = [p for folder in folders
               for p in sorted((EXAMPLE / folder).rglob("*.json")) if p.resolve() not in read]
