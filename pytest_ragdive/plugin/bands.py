@@ -108,6 +108,14 @@ def _check(doc: Any) -> None:
         low, high = float(stats["min"]), float(stats["max"])
         if not (0.0 <= low <= high <= 1.0):  # NaN fails every comparison
             raise ValueError(f"{metric}: min {low} and max {high} are not 0 <= min <= max <= 1")
+        runs = stats.get("runs")
+        # the verdict reads the runs themselves: without them a metric would go unjudged
+        if not isinstance(runs, list) or not runs or not all(
+                isinstance(v, (int, float)) and not isinstance(v, bool) and 0.0 <= v <= 1.0
+                for v in runs):
+            raise ValueError(f"{metric}: 'runs' is not a list of the baseline's scores in [0, 1]")
+        if max(abs(min(runs) - low), abs(max(runs) - high)) > 10 ** -DIGITS:
+            raise ValueError(f"{metric}: min {low} and max {high} are not those of its runs")
         seeds = stats.get("seeds")
         if seeds is not None and (
                 not isinstance(seeds, list) or len(seeds) != len(stats.get("runs", []))

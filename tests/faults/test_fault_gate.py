@@ -51,8 +51,15 @@ def recorded(project: pytest.Pytester) -> Path:
         (lambda band: band["metrics"]["faithfulness"].update(min=1.5, max=2.0),
          "faithfulness: min 1.5 and max 2.0"),
         (lambda band: band.pop("produced_by"), "no 'produced_by'"),
+        (lambda band: band["metrics"]["correctness"].pop("runs"),
+         "correctness: 'runs' is not a list of the baseline's scores in ?0, 1?"),
+        (lambda band: band["metrics"]["correctness"].update(runs=[math.nan, math.nan]),
+         "correctness: 'runs' is not a list"),
+        (lambda band: band["metrics"]["correctness"].update(runs=[0.0, 0.0]),
+         "correctness: min * and max * are not those of its runs"),
     ],
-    ids=["metric removed", "nan", "min above max", "outside 0-1", "no produced_by"],
+    ids=["metric removed", "nan", "min above max", "outside 0-1", "no produced_by", "no runs",
+         "nan runs", "runs not the band's"],
 )
 def test_a_damaged_band_fails_its_item_and_is_kept(
     project: pytest.Pytester, monkeypatch, damage, message: str
@@ -68,6 +75,20 @@ def test_a_damaged_band_fails_its_item_and_is_kept(
     result.stdout.fnmatch_lines(["*_ test_bot?alpha? _*", f"the baseline *{message}*"])
     assert "During handling" not in result.stdout.str()
     assert path.read_bytes() == before
+
+
+def test_a_band_without_its_runs_fails_under_the_default_verdict_too(
+    project: pytest.Pytester, monkeypatch
+) -> None:
+    path = recorded(project)
+    band = json.loads(path.read_text())
+    for stats in band["metrics"].values():
+        stats["runs"] = []  # the permutation verdict reads the runs, not min and max
+    path.write_text(json.dumps(band))
+    monkeypatch.setenv("BOT_MODE", "forgetful")
+    result = ragdive(project)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["*_ test_bot?alpha? _*", "the baseline *'runs' is not a list*"])
 
 
 INTERRUPT_ON_BETA = '''
