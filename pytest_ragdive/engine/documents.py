@@ -38,7 +38,11 @@ def load_documents(source: str | Path, *, root: Path | None = None) -> list[Docu
     paths = sorted(p for p in paths if p.is_file())
     if not paths:
         raise FileNotFoundError(f"no documents match {str(source)!r} (looked in {base})")
-    return check_unique(doc for path in paths for doc in _read(path))
+    documents = check_unique(doc for path in paths for doc in _read(path))
+    if not documents:
+        raise ValueError(f"{str(source)!r} holds no documents (its .jsonl files have no "
+                         f"lines); add one per line, or point at other files")
+    return documents
 
 
 def check_unique(documents: Iterable[Document]) -> list[Document]:

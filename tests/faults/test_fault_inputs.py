@@ -22,9 +22,8 @@ def test_a_role_typo_in_the_marker_stops_the_collection(pytester: pytest.Pyteste
     assert "ragdive.conversation: unknown role 'precsie'; use one of precise" in out
     # one error for the module, not one per item (the short summary repeats it, cut to the
     # terminal's width, so count the error's own lines)
-    assert [line for line in result.stdout.lines if line.startswith("E ")] == [
-        line for line in result.stdout.lines if line.startswith("E ") and "unknown role" in line
-    ]
+    assert sum(line.startswith("E ") and "unknown role" in line
+               for line in result.stdout.lines) == 1
     result.assert_outcomes(errors=1)
 
 
@@ -42,6 +41,16 @@ def test_an_empty_document_gets_no_band(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest()
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "ini ragdive_documents: document 'empty' has no text" in result.stderr.str()
+
+
+def test_a_documents_file_with_no_lines_is_named(pytester: pytest.Pytester) -> None:
+    pytester.path.joinpath("kb.jsonl").write_text("\n  \n")
+    pytester.makeini("[pytest]\nragdive_documents = kb.jsonl\n")
+    pytester.makepyfile("def test_plain():\n    pass\n")
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "ini ragdive_documents: 'kb.jsonl' holds no documents" in result.stderr.str()
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
 
 
 def test_a_broken_document_in_a_conftest_is_named_at_its_line(pytester: pytest.Pytester) -> None:
