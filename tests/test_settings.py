@@ -96,6 +96,7 @@ def test_a_metric_the_judge_measured_at_chance_is_left_out_unless_chosen(
         ("ragdive_band_margin = nan", "band_margin=nan is not a number >= 0"),
         ("ragdive_metrics = correctness bleu", "unknown metrics 'bleu'"),
         ("ragdive_fail_on_improvement = maybe", "is not true or false"),
+        ("ragdive_call_timeout = 0", "call_timeout=0.0 is not a number of seconds above 0"),
     ],
 )
 def test_a_bad_ini_value_stops_the_run_with_one_line(

@@ -68,6 +68,8 @@ class Setting:
 
 
 _ALL = (CLI, MARKER, INI, DIALOGUE)
+#: a timeout: 0 would end every call at once
+_SECONDS: dict[str, Any] = {"minimum": 0.001, "form": "a number of seconds above 0"}
 
 SETTINGS: dict[str, Setting] = {s.name: s for s in (
     Setting("turns", int, 5, "turns per conversation", _ALL, minimum=1, metavar="N"),
@@ -163,11 +165,11 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
             "reason that may pass (rate limit, connection, timeout, 5xx)", (INI,), minimum=0),
     Setting("retry_wait", float, 30.0, "the longest wait between two attempts, in seconds "
             "(a provider that asks for longer with Retry-After fails the call, saying so)", (INI,), minimum=0),
-    Setting("call_timeout", float, 120.0, "seconds per model call", (INI,), minimum=0),
+    Setting("call_timeout", float, 120.0, "seconds per model call", (INI,), **_SECONDS),
     Setting("adapter_timeout", float, 120.0, "seconds per answer of the RAG adapter",
-            (INI, DIALOGUE), minimum=0),
+            (INI, DIALOGUE), **_SECONDS),
     Setting("dialogue_timeout", float, 1800.0, "seconds per dialogue, all turns and scoring",
-            (INI, DIALOGUE), minimum=0),
+            (INI, DIALOGUE), **_SECONDS),
 )}
 
 #: The marker's options, in table order.

@@ -56,6 +56,14 @@ def test_a_storm_beyond_the_budget_names_the_cause_and_the_setting(
         run_blocking(llm.yes_probability(model, ASK))
 
 
+def test_a_model_slower_than_the_call_timeout_names_the_timeout_setting(tmp_path: Path) -> None:
+    model = scripted({"YesNo": 0.9}, latency=0.5)
+    llm = client(tmp_path, timeout=0.05, retries=1, retry_wait=0.01)
+    with pytest.raises(ModelError, match=r"gave up after 2 attempts: no reply within 0.05 s; "
+                                         r"raise ini ragdive_call_timeout"):
+        run_blocking(llm.yes_probability(model, ASK))
+
+
 def test_a_waiting_retry_gives_its_place_to_other_calls(tmp_path: Path) -> None:
     """One place in flight. A call that hits a 429 waits 1 s before its retry; the others
     must not wait behind it."""
