@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -179,7 +180,9 @@ class ResponseCache:
         if not isinstance(top, list) or not all(
                 isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str)
                 and isinstance(pair[1], (int, float)) and not isinstance(pair[1], bool)
+                and math.isfinite(pair[1]) and pair[1] <= 0
                 for pair in top):
-            raise ValueError("its 'top_logprobs' are not [token, logprob] pairs")
+            raise ValueError("its 'top_logprobs' are not [token, logprob] pairs with logprob "
+                             "<= 0")
         response.setdefault("cost", 0.0)
         return entry

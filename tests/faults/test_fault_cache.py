@@ -4,6 +4,7 @@ and a folder that cannot be written is one line at start-up."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from pathlib import Path
@@ -35,8 +36,13 @@ def damaged(tmp_path: Path, change) -> Path:
         (lambda e: e.update(key="0" * 64), "it holds the entry of key"),
         (lambda e: e["response"].update(top_logprobs=[["yes", "high"]]),
          r"its 'top_logprobs' are not \[token, logprob\] pairs"),
+        (lambda e: e["response"].update(top_logprobs=[["yes", math.inf]]),
+         r"its 'top_logprobs' are not \[token, logprob\] pairs with logprob <= 0"),
+        (lambda e: e["response"].update(top_logprobs=[["yes", 1000.0]]),
+         r"its 'top_logprobs' are not \[token, logprob\] pairs with logprob <= 0"),
     ],
-    ids=["foreign format", "no content", "bad usage", "moved file", "bad logprobs"],
+    ids=["foreign format", "no content", "bad usage", "moved file", "bad logprobs",
+         "infinite logprob", "logprob above 0"],
 )
 def test_an_untrustworthy_entry_is_named_on_replay_and_recorded_again_otherwise(
     tmp_path: Path, change, why: str
