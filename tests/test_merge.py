@@ -59,6 +59,30 @@ def test_two_shards_merged_decide_as_the_whole_run(shards, monkeypatch) -> None:
     assert "Permutation verdict: regressed" in (shards.path / "merged.html").read_text()
 
 
+BETA_SETUP_FAILS = '''
+
+def pytest_runtest_setup(item):
+    if item.name.endswith("[beta]"):
+        raise RuntimeError("beta's fixture broke")
+'''
+
+
+def test_a_shard_whose_item_failed_before_its_dialogue_merges_as_the_whole_run(
+        shards) -> None:
+    from conftest import PROJECT_CONFTEST
+
+    shards.runpytest("-m", "ragdive", "--ragdive-update").assert_outcomes(passed=2)
+    shards.makeconftest(PROJECT_CONFTEST + BETA_SETUP_FAILS)
+    whole = shards.runpytest("-m", "ragdive", "--ragdive-json=whole.json")
+    assert whole.parseoutcomes()["errors"] == 1
+    for doc in ("alpha", "beta"):
+        shards.runpytest("-m", "ragdive", "-k", doc, f"--ragdive-json={doc}.json")
+    merged = merge(shards.path, "alpha.json", "beta.json", "--json", "merged.json")
+    assert merged.returncode == 1, merged.stderr
+    assert "Traceback" not in merged.stderr
+    assert decided(shards.path / "merged.json") == decided(shards.path / "whole.json")
+
+
 def test_an_update_across_shards_gets_its_aggregate_band_from_the_merge(shards) -> None:
     shards.runpytest("-m", "ragdive", "--ragdive-update").assert_outcomes(passed=2)
     folder = shards.path / "__ragdive__" / "test_bot"

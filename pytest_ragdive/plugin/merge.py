@@ -39,14 +39,13 @@ def combine(records: Sequence[RunRecord]) -> RunRecord:
 
     if not records:
         raise MergeError("no record to merge")
-    first = records[0].settings
-    for run in records[1:]:
-        changed = sorted(k for k in {*first, *run.settings} if first.get(k) != run.settings.get(k))
-        if changed:
-            key = changed[0]
-            raise MergeError(f"the records were made with different settings ({key}: "
-                             f"{first.get(key)!r} and {run.settings.get(key)!r}); merge the "
-                             f"shards of one run only")
+    settings: dict[str, Any] = {}
+    for run in records:  # a shard whose items all failed before a dialogue knows fewer
+        for key in sorted(run.settings):
+            if settings.setdefault(key, run.settings[key]) != run.settings[key]:
+                raise MergeError(f"the records were made with different settings ({key}: "
+                                 f"{settings[key]!r} and {run.settings[key]!r}); merge the "
+                                 f"shards of one run only")
     chosen: dict[str, list[str]] = {}
     collected: dict[str, list[str]] = {}
     results: dict[str, dict[str, Any]] = {}
@@ -62,15 +61,15 @@ def combine(records: Sequence[RunRecord]) -> RunRecord:
                     raise MergeError(f"{item.nodeid} is in two records: each item belongs to "
                                      f"one shard")
                 chosen.setdefault(test.key, []).append(item.nodeid)
-                results[item.nodeid] = dict(item.result)
+                if item.result:  # an item that failed before its dialogue has none
+                    results[item.nodeid] = dict(item.result)
                 outcomes[item.nodeid] = (item.outcome, item.message)
     for key, nodeids in chosen.items():
-        baselines = {repr(results[n].get("band_doc", {}).get("produced_by")) for n in nodeids
-                     if results[n].get("band_doc")}
+        baselines = {repr(results[n]["band_doc"].get("produced_by")) for n in nodeids
+                     if results.get(n, {}).get("band_doc")}
         if len(baselines) > 1:
             raise MergeError(f"{key}: the shards were checked against bands recorded with "
                              f"different settings; merge the shards of one checkout only")
-    settings = dict(first)
     update = "(update)" in settings.get("seeds", "")
     margin = float(settings.get("band margin", 0.0))
     rows, to_write = aggregate.evaluate(chosen, collected, results, margin=margin, update=update,

@@ -19,9 +19,10 @@ def settings(results: Mapping[str, Mapping[str, Any]], *, seed: int, update: boo
         return ", ".join(sorted({str(r[key]) for r in results.values()}))
 
     judges: dict[str, str] = next((r["judges"] for r in results.values()), {})
-    return {
+    dialogues = {"turns": values("turns_per_dialogue"), "role": values("role")}
+    return {  # what only a dialogue tells is left out when none ran (a merge then fills it)
         **{role: str(model) for role, model in judges.items()},
-        "turns": values("turns_per_dialogue"), "role": values("role"),
+        **{key: value for key, value in dialogues.items() if value},
         "plugin": __version__,
         "seeds": f"{seed}" if not update else f"{seed} and on (update)",
         "record mode": record_mode,
