@@ -308,6 +308,37 @@ def test_adapter_that_hangs_times_out(tmp_path: Path, kind: str) -> None:
     assert "did not answer 'What is the topic?' within 0.3 s" in dialogue.errors["dialogue"]
 
 
+@pytest.mark.parametrize("fault", ["raises", "hangs"])
+def test_a_start_hook_that_raises_or_hangs_ends_only_its_dialogue(tmp_path: Path,
+                                                                   fault: str) -> None:
+    class BadStart(Bot):
+        def start(self) -> None:
+            if fault == "hangs":
+                time.sleep(30)
+            raise ConnectionError("session service down, token=abcdef123456")
+
+    other = ragdive.Document(id="other", text="Another text.")
+    judges = ragdive.Judges(scripted())
+
+    async def both() -> list[ragdive.Dialogue]:
+        return list(await asyncio.gather(*(
+            ragdive.arun_dialogue(doc, adapter, judges=judges, turns=2, adapter_timeout=0.3,
+                                  cache_dir=tmp_path / "c")
+            for doc, adapter in ((other, Bot()), (DOC, BadStart())))))
+
+    started = time.monotonic()
+    good, bad = run_blocking(both())
+    assert time.monotonic() - started < 10
+    assert good.errors == {} and len(good.turns) == 2
+    error = bad.errors["dialogue"]
+    assert error.startswith("the RAG adapter's start()")
+    if fault == "hangs":
+        assert "did not return a session within 0.3 s" in error
+    else:
+        assert "ConnectionError: session service down, token=***" in error
+        assert "abcdef123456" not in error
+
+
 def test_async_adapter_and_start_hook(tmp_path: Path) -> None:
     class Session:
         def __init__(self) -> None:

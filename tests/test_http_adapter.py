@@ -359,6 +359,18 @@ def test_header_values_never_appear_in_repr_or_errors(
     assert "not JSON" in message and TOKEN not in message
 
 
+def test_a_password_or_key_in_the_url_never_appears_in_repr_or_errors() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    url = f"http://bot:pw-5e1c9a@127.0.0.1:{port}/chat?api_key=k-8f2d6b4e1a"
+    adapter = HttpAdapter(url, retries=0)
+    message = failure(adapter)
+    for shown in (repr(adapter), message):
+        assert "pw-5e1c9a" not in shown and "k-8f2d6b4e1a" not in shown
+    assert f"POST http://bot:***@127.0.0.1:{port}/chat?api_key=*** failed" in message
+
+
 # -- sessions and the client -------------------------------------------------------------
 
 

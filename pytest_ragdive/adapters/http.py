@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from ..engine.models import Message, RagAnswer
+from ..llm.secrets import mask
 from . import http_reply, http_template
 from .http_client import LoopClient
 from .http_errors import HttpAdapterError, shape
@@ -120,7 +121,7 @@ class HttpAdapter:
         self._clients = LoopClient()
 
     def __repr__(self) -> str:
-        parts = [repr(self.url)]
+        parts = [repr(mask(self.url))]
         if self.model:
             parts.append(f"model={self.model!r}")
         parts.append(f"answer_field={self.answer_field!r}")
@@ -154,13 +155,13 @@ class HttpAdapter:
             json.dumps(body)
         except (TypeError, ValueError) as exc:
             raise HttpAdapterError(
-                f"the request body for {self.url} is not JSON ({exc}): check request="
+                f"the request body for {mask(self.url)} is not JSON ({exc}): check request="
             ) from None
         return body
 
     def read(self, reply: Any) -> RagAnswer:
         """The answer and contexts in a parsed reply."""
-        return http_reply.read(reply, url=self.url, answer_field=self.answer_field,
+        return http_reply.read(reply, url=mask(self.url), answer_field=self.answer_field,
                                contexts_field=self.contexts_field,
                                context_text_field=self.context_text_field)
 
@@ -223,7 +224,7 @@ class HttpSession:
             self.id = found
         elif self.id is None:
             raise HttpAdapterError(
-                f"the reply of {adapter.url} has no session id at {field!r} "
+                f"the reply of {mask(adapter.url)} has no session id at {field!r} "
                 f"({shape(reply)}): set session_field= to where the bot returns its "
                 f"conversation id, or give session_id= to make one before the first request"
             )

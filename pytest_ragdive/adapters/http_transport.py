@@ -74,6 +74,11 @@ class Endpoint:
     backoff: float
     max_wait: float
 
+    @property
+    def shown(self) -> str:
+        """The URL as messages show it, a password or key in it hidden."""
+        return mask(self.url)
+
     async def post(self, client: httpx.AsyncClient, body: Any, headers: Mapping[str, str],
                    secrets: Sequence[str]) -> Any:
         """POST ``body`` with retries (``llm.retrying``); the parsed JSON reply."""
@@ -93,7 +98,7 @@ class Endpoint:
                 raise
             except httpx.HTTPError as exc:
                 raise HttpAdapterError(
-                    f"POST {self.url} failed: {type(exc).__name__}: {mask(str(exc), secrets)}"
+                    f"POST {self.shown} failed: {type(exc).__name__}: {mask(str(exc), secrets)}"
                 ) from None
             if response.status_code == 429 or response.status_code >= 500:
                 raise _Busy(response)
@@ -106,14 +111,14 @@ class Endpoint:
             if isinstance(exc, httpx.ConnectTimeout):
                 return self._timed_out(exc, attempts)
             return HttpAdapterError(
-                f"POST {self.url} failed after {attempts} attempts: {type(exc).__name__}: "
+                f"POST {self.shown} failed after {attempts} attempts: {type(exc).__name__}: "
                 f"{mask(str(exc), secrets)}. Check that the bot is running and reachable at "
                 f"this URL")
 
         def too_long(exc: Exception, asked: WaitTooLong) -> HttpAdapterError:
             assert isinstance(exc, _Busy)  # only a reply has a Retry-After
             return HttpAdapterError(
-                f"POST {self.url} answered {exc.response.status_code} and {asked} "
+                f"POST {self.shown} answered {exc.response.status_code} and {asked} "
                 f"(Retry-After), longer than max_wait={self.max_wait:g} s:\n"
                 f"{excerpt(exc.response, secrets)}\nLower the load (ragdive_concurrency, fewer "
                 f"documents) or raise max_wait=")
@@ -128,7 +133,7 @@ class Endpoint:
             return json.loads(response.content)
         except ValueError as exc:
             raise HttpAdapterError(
-                f"POST {self.url} answered {status} with a body that is not JSON ({exc}; "
+                f"POST {self.shown} answered {status} with a body that is not JSON ({exc}; "
                 f"content-type {response.headers.get('content-type', 'none')!r}):\n"
                 f"{excerpt(response, secrets)}\nCheck that the URL is the bot's JSON API "
                 f"endpoint (not a web page or a proxy's error page)"
@@ -136,7 +141,7 @@ class Endpoint:
 
     def _timed_out(self, exc: httpx.TimeoutException, attempt: int) -> HttpAdapterError:
         return HttpAdapterError(
-            f"POST {self.url}: no answer within timeout={self.timeout:g} s "
+            f"POST {self.shown}: no answer within timeout={self.timeout:g} s "
             f"({type(exc).__name__}, attempt {attempt}). Check that the bot is not "
             f"stuck; if it is just slow, raise timeout= (and ragdive_adapter_timeout)")
 
@@ -146,6 +151,6 @@ class Endpoint:
         tried = (f" after {attempts} attempts in {time.monotonic() - started:.1f} s "
                  f"(429 and 5xx are retried {self.retries} times)" if attempts > 1 else "")
         return (
-            f"POST {self.url} answered {status} {response.reason_phrase}{tried}:\n"
+            f"POST {self.shown} answered {status} {response.reason_phrase}{tried}:\n"
             f"{excerpt(response, secrets)}\n{advice(status)}"
         )

@@ -10,6 +10,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
+from ..llm.secrets import mask
 from ..llm.usage import usage_scope
 from .errors import DialogueError
 from .models import Message, RagAnswer, Usage
@@ -30,15 +31,14 @@ class RagAdapter(Protocol):
     def answer(self, question: str, history: list[Message]) -> RagAnswer: ...
 
 
-async def start(adapter: RagAdapter) -> RagAdapter:
-    """What answers a new dialogue's questions: the session ``adapter.start()`` returns,
-    else the adapter."""
+async def start(adapter: RagAdapter, timeout: float) -> RagAdapter:
+    """What answers a new dialogue's questions: the session ``adapter.start()`` returns
+    within ``timeout`` s, else the adapter."""
     begin = getattr(adapter, "start", None)
     if begin is None:
         return adapter
-    session = begin()
-    if inspect.isawaitable(session):
-        session = await session
+    session = await _guarded("the RAG adapter's start()", "return a session", "starting a "
+                             "dialogue", timeout, begin)
     return adapter if session is None else session
 
 
@@ -49,21 +49,8 @@ async def ask(
     where = f"turn {index}: the RAG adapter"
     # the adapter's own model calls (if any) are the system under test, not judge usage
     with usage_scope(Usage()):
-        try:
-            if inspect.iscoroutinefunction(adapter.answer):
-                call = adapter.answer(question, list(history))
-            else:
-                call = _in_daemon_thread(adapter.answer, question, list(history))
-            result = await asyncio.wait_for(call, timeout)
-        except asyncio.TimeoutError:
-            raise DialogueError(
-                f"{where} did not answer {question!r} within {timeout:g} s "
-                f"(raise ragdive_adapter_timeout if it is just slow)"
-            ) from None
-        except Exception as exc:
-            raise DialogueError(
-                f"{where} raised {type(exc).__name__}: {exc} (question {question!r})"
-            ) from exc
+        result = await _guarded(where, f"answer {question!r}", f"question {question!r}",
+                                timeout, adapter.answer, question, list(history))
     try:
         # an instance too: RagAnswer.model_construct(...) skips validation
         data = dict(result) if isinstance(result, RagAnswer) else result
@@ -82,6 +69,28 @@ def _first_error(exc: ValueError) -> str:
         return str(exc)[:200]
     first = errors()[0]
     return f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}"
+
+
+async def _guarded(where: str, doing: str, context: str, timeout: float,
+                   fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)`` within ``timeout`` s, a blocking one in a daemon thread so that a hang
+    cannot block the dialogues' loop; a failure is a :class:`DialogueError` naming
+    ``where``, with the error's text masked (it may quote a URL with a key)."""
+    try:
+        call = fn(*args) if inspect.iscoroutinefunction(fn) else _in_daemon_thread(fn, *args)
+        result = await asyncio.wait_for(call, timeout)
+        if inspect.isawaitable(result):  # a plain function that returned a coroutine
+            result = await asyncio.wait_for(result, timeout)
+    except asyncio.TimeoutError:
+        raise DialogueError(
+            f"{where} did not {doing} within {timeout:g} s (raise ragdive_adapter_timeout if "
+            f"it is just slow)"
+        ) from None
+    except Exception as exc:
+        raise DialogueError(
+            f"{where} raised {type(exc).__name__}: {mask(str(exc))} ({context})"
+        ) from exc
+    return result
 
 
 async def _in_daemon_thread(fn: Callable[..., Any], *args: Any) -> Any:

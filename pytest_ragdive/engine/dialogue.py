@@ -119,7 +119,7 @@ async def _converse(
     metrics: Sequence[str],
     opener: str | None,
 ) -> None:
-    session = await start(adapter)
+    session = await start(adapter, adapter_timeout)
     history: list[Message] = []
     for index in range(1, turns + 1):
         candidate, rejections, validated = await next_turn(
