@@ -125,3 +125,22 @@ def test_a_chain_output_without_the_answer_key_names_the_fix(tmp_path: Path) -> 
            "LangChainAdapter(answer_key=...)" in dialogue.errors["dialogue"]
     with pytest.raises(TypeError, match="needs a LangChain Runnable"):
         ragdive.LangChainAdapter(lambda q: q)
+
+
+@pytest.mark.parametrize(
+    ("output", "message"),
+    [
+        ({"answer": "It has 61 stops.", "context": "Line 1 has 61 stops."},
+         "the chain's 'context' holds str, not a list of documents; give "
+         "LangChainAdapter(context_key=...)"),
+        ({"answer": None, "context": []}, "the chain's answer is None (output dict)"),
+    ],
+    ids=["context is text", "answer is None"],
+)
+def test_a_chain_output_of_the_wrong_shape_names_the_fix(tmp_path: Path, output: dict,
+                                                         message: str) -> None:
+    chain = RunnableLambda(lambda inputs: output)
+    dialogue = ragdive.run_dialogue(DOC, ragdive.LangChainAdapter(chain), judges=judges(),
+                                    turns=1, metrics=["correctness"], cache_dir=tmp_path)
+    assert dialogue.scores == {}
+    assert message in dialogue.errors["dialogue"]

@@ -60,6 +60,16 @@ class LangChainAdapter:
             answer, documents = output, None
         if documents is None and self.retriever is not None:
             documents = await self.retriever.ainvoke(question)
+        if answer is None:
+            raise ValueError(f"the chain's answer is None (output {type(output).__name__}); "
+                             f"check the chain's last step, or give "
+                             f"LangChainAdapter(answer_key=...)")
+        if isinstance(documents, (str, bytes)) or (
+                documents is not None and not isinstance(documents, Sequence)):
+            raise ValueError(f"the chain's {self.context_key!r} holds "
+                             f"{type(documents).__name__}, not a list of documents; give "
+                             f"LangChainAdapter(context_key=...) the key of the retrieved "
+                             f"Documents")
         return RagAnswer(answer=_text(answer), contexts=[_text(d) for d in documents or []])
 
 
