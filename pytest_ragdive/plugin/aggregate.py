@@ -69,6 +69,13 @@ def _check(row: dict[str, Any], path: Path, margin: float) -> None:
             row["status"] = "regressed"
             row["note"] = f"no aggregate band at {path}; record it with --ragdive-update"
             return
+        recorded = doc["produced_by"].get("documents")
+        if recorded is not None and recorded != row["documents"]:  # a mean over other documents
+            row["status"] = "regressed"
+            row["note"] = (f"the aggregate band {path} was recorded over {recorded} documents, "
+                           f"this run has {row['documents']}; record it again with "
+                           f"--ragdive-update")
+            return
         row["band"] = {m: (s["min"], s["max"]) for m, s in doc["metrics"].items()}
         row["doc"] = doc
         deviations = bands.compare(doc, row["means"], margin)

@@ -91,6 +91,20 @@ def test_a_band_without_its_runs_fails_under_the_default_verdict_too(
     result.stdout.fnmatch_lines(["*_ test_bot?alpha? _*", "the baseline *'runs' is not a list*"])
 
 
+def test_an_aggregate_band_over_other_documents_is_named_not_compared(
+        project: pytest.Pytester) -> None:
+    aggregate = recorded(project).parent / "test_bot.aggregate.json"
+    band = json.loads(aggregate.read_text())
+    band["produced_by"]["documents"] = 3  # as if a document was removed since
+    aggregate.write_text(json.dumps(band))
+    result = ragdive(project, "--ragdive-verdict=band")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["FAILED: test_bot.py::test_bot: the aggregate band *"
+                                 "was recorded over 3 documents, this run has 2; record it "
+                                 "again with --ragdive-update"])
+    assert "left its aggregate band" not in result.stdout.str()
+
+
 INTERRUPT_ON_BETA = '''
 
 def pytest_runtest_call(item):
