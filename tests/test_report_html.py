@@ -358,6 +358,9 @@ def browse(page: Path, profile: Path, *options: str) -> subprocess.CompletedProc
     return subprocess.run(
         [CHROMIUM, "--headless", "--disable-gpu", "--no-sandbox", "--no-first-run",
          "--disable-extensions", f"--user-data-dir={profile}", "--enable-logging=stderr",
+         # tests never touch the network: no background traffic, and no host resolves
+         "--disable-background-networking", "--disable-component-update", "--no-pings",
+         "--dns-prefetch-disable", "--host-resolver-rules=MAP * ~NOTFOUND",
          "--v=0", *options, page.as_uri()],
         capture_output=True, text=True, timeout=120, check=False,
     )

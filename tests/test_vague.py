@@ -280,7 +280,7 @@ def test_the_labelled_cases_are_vague_turns_as_the_role_writes_them() -> None:
                              ("held-out", {"bike-share", "library-system"})):
         for document in documents:
             labels = [c["label"] for c in cases if c["document"] == document]
-            assert len(labels) == 14 and sum(labels) == 7
+            assert labels and 2 * sum(labels) == len(labels)
             assert {c["split"] for c in cases if c["document"] == document} == {split}
 
 
