@@ -129,7 +129,7 @@ def test_a_band_file_whose_seeds_do_not_match_its_runs_is_named_with_the_fix(rec
     assert json.loads(path.read_text()) == band  # the file is left as it was
 
 
-def test_band_files_without_runs_give_no_verdict_and_say_why(recorded) -> None:
+def test_band_files_without_runs_fail_their_items_and_say_why(recorded) -> None:
     for path in (recorded.path / "__ragdive__" / "test_bot").glob("test_bot[[]*.json"):
         band = json.loads(path.read_text())
         for stats in band["metrics"].values():
@@ -137,9 +137,10 @@ def test_band_files_without_runs_give_no_verdict_and_say_why(recorded) -> None:
             stats.pop("seeds")  # as a band file of an early version has neither
         path.write_text(json.dumps(band))
     result = recorded.runpytest("-m", "ragdive")
-    result.assert_outcomes(passed=2)  # the items; no verdict to report
-    result.stdout.fnmatch_lines(["*no verdict: no item of this test has a usable band with its "
-                                 "runs; record the bands again with --ragdive-update*"])
+    result.assert_outcomes(failed=2)  # the verdict reads the runs: without them, no gate
+    result.stdout.fnmatch_lines(["*is not a valid band file (correctness: 'runs' is not a list "
+                                 "of the baseline's scores in ?0, 1?). Restore it from version "
+                                 "control, or record it again with --ragdive-update*"])
 
 
 def test_where_the_bot_is_weak_is_named_per_turn(project, monkeypatch) -> None:

@@ -36,11 +36,13 @@ def test_aggregate_outside_its_band_fails_the_session(project, monkeypatch):
     for item in ("test_bot[alpha].json", "test_bot[beta].json"):  # items: anything goes
         band = json.loads((folder / item).read_text())
         for stats in band["metrics"].values():
-            stats.update(min=0.0, max=1.0)
+            runs = len(stats["runs"])
+            stats.update(min=0.0, max=1.0, runs=[0.0] * (runs - 1) + [1.0])
         (folder / item).write_text(json.dumps(band))
     path = folder / "test_bot.aggregate.json"
     band = json.loads(path.read_text())
-    band["metrics"]["correctness"].update(min=0.5, max=0.5)  # the mean is 1.0: better
+    correctness = band["metrics"]["correctness"]  # the mean is 1.0: better
+    correctness.update(min=0.5, max=0.5, runs=[0.5] * len(correctness["runs"]))
     path.write_text(json.dumps(band))
 
     monkeypatch.setenv("BOT_MODE", "forgetful")  # context_retention falls from 1.0
