@@ -41,11 +41,11 @@ def combine(records: Sequence[RunRecord]) -> RunRecord:
         raise MergeError("no record to merge")
     settings: dict[str, Any] = {}
     for run in records:  # a shard whose items all failed before a dialogue knows fewer
-        for key in sorted(run.settings):
-            if settings.setdefault(key, run.settings[key]) != run.settings[key]:
+        for key, value in run.settings.items():
+            if settings.setdefault(key, value) != value:
                 raise MergeError(f"the records were made with different settings ({key}: "
-                                 f"{settings[key]!r} and {run.settings[key]!r}); merge the "
-                                 f"shards of one run only")
+                                 f"{settings[key]!r} and {value!r}); merge the shards of one "
+                                 f"run only")
     chosen: dict[str, list[str]] = {}
     collected: dict[str, list[str]] = {}
     results: dict[str, dict[str, Any]] = {}
