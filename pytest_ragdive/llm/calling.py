@@ -53,7 +53,7 @@ async def attempt(request: dict[str, Any], model: Model, timeout: float) -> dict
     except Exception as exc:
         if is_rejection(exc, litellm):
             raise rejected(exc, request, model, litellm) from None
-        if isinstance(exc, (asyncio.TimeoutError, litellm.Timeout)):
+        if isinstance(exc, asyncio.TimeoutError):  # ours, with no text; a server's 408 has
             raise Transient(f"no reply within {timeout:g} s; raise ini ragdive_call_timeout "
                             f"if the model is only slow", exc) from None
         if not isinstance(exc, transient) and status_of(exc) not in RETRIED_4XX:
