@@ -43,7 +43,6 @@ from pathlib import Path
 
 import pytest_ragdive as ragdive
 from pytest_ragdive.engine import checks, follow_ups, sources
-from pytest_ragdive.engine.dialogue import run_blocking
 from pytest_ragdive.engine.groups import group_documents
 from pytest_ragdive.engine.models import DocumentGroup
 from pytest_ragdive.llm.cache import ResponseCache
@@ -88,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--record-mode", default="none", choices=("none", "new"))
     args = parser.parse_args(argv)
     from ragbot import RagBot
-    from recorded import documents
+    from recorded import documents, replayed
 
     client = LLMClient(ResponseCache(EXAMPLE / args.cache, args.record_mode))
     docs = ragdive.load_documents(str(EXAMPLE / "kb" / (args.documents or "*.md")))
@@ -98,11 +97,9 @@ def main(argv: list[str] | None = None) -> int:
         docs, args.group, root=EXAMPLE)
     dialogues = [
         d for seed in map(int, args.seeds.split(","))
-        for d in run_blocking(ragdive.arun_dialogues(
-            items, RagBot(client=client), judges=ragdive.Judges("embedded/qwen2.5-coder-1.5b"),
-            client=client, turns=args.turns, role=args.role, validation="once",
-            max_regenerations=4, seed=seed,
-            **({"metrics": tuple(args.metrics.split(","))} if args.metrics else {})))
+        for d in replayed(RagBot(client=client), client, seed, items, turns=args.turns,
+                          role=args.role,
+                          **({"metrics": tuple(args.metrics.split(","))} if args.metrics else {}))
     ]
     retrieves = retriever()
     n_follow_ups = leaning = depends = subject_only = repeated = alone = told = told_first = 0

@@ -19,9 +19,8 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-import pytest_ragdive as ragdive
-from pytest_ragdive.engine.dialogue import run_blocking
-from pytest_ragdive.engine.models import DocumentGroup, Turn
+from pytest_ragdive.engine.checks import words
+from pytest_ragdive.engine.models import Turn
 from pytest_ragdive.llm.cache import ResponseCache
 from pytest_ragdive.llm.client import LLMClient
 
@@ -42,23 +41,17 @@ def kind_message(question: str) -> str | None:
 
 def main() -> int:
     from ragbot import RagBot, load_index
-    from recorded import documents
+    from recorded import UNSEEN, replayed
 
-    client = LLMClient(ResponseCache(EXAMPLE / ".ragdive" / "unseen", "none"))
-    items = [DocumentGroup.of(d) for d in ragdive.load_documents(str(EXAMPLE / "kb" / "*.md"))
-             if d.id in documents()]
-    dialogues = [d for seed in SEEDS for d in run_blocking(ragdive.arun_dialogues(
-        items, RagBot(client=client), judges=ragdive.Judges("embedded/qwen2.5-coder-1.5b"),
-        client=client, turns=3, role="precise", validation="once", max_regenerations=4,
-        seed=seed))]
+    client = LLMClient(ResponseCache(EXAMPLE / UNSEEN, "none"))
+    dialogues = [d for seed in SEEDS for d in replayed(RagBot(client=client), client, seed)]
     bot = RagBot(client=LLMClient(ResponseCache(Path(tempfile.mkdtemp()), "new")))
     index = load_index(bot.kb_dir)
 
     def evidence_paragraph(turn: Turn, doc_id: str) -> int:
-        said = set(re.findall(r"\w+", (turn.generated.evidence or turn.generated.ground_truth)
-                              .lower()))
+        said = set(words(turn.generated.evidence or turn.generated.ground_truth))
         return max((i for i, c in enumerate(index.chunks) if c.doc_id == doc_id),
-                   key=lambda i: len(said & set(re.findall(r"\w+", index.chunks[i].text.lower()))))
+                   key=lambda i: len(said & set(words(index.chunks[i].text))))
 
     found: Counter[tuple[str, str, str]] = Counter()
     counted: Counter[str] = Counter()

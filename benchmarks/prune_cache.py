@@ -18,6 +18,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from unittest import mock
 
 import pytest
 
@@ -53,18 +54,12 @@ def main(argv: list[str] | None = None) -> int:
                  for rule in ("permutation", "band")]
     os.chdir(EXAMPLE)
     for env, cache, seed, select, rule, paths in sessions:
-        saved = {k: os.environ.get(k) for k in env}
-        os.environ.update(env)
-        try:
-            rule_args = (["--ragdive-update"] if rule == "update"
-                         else [f"--ragdive-verdict={rule}"])
+        rule_args = ["--ragdive-update"] if rule == "update" else [f"--ragdive-verdict={rule}"]
+        with mock.patch.dict(os.environ, env):  # the bot reads its knobs
             pytest.main([*paths, "-m", "ragdive", "-q", "-p", "no:xdist",
                          "--ragdive-record-mode=none", f"--ragdive-cache-dir={cache}",
                          f"--ragdive-seed={seed}", *rule_args,
                          *(["-k", select] if select else [])])
-        finally:
-            for k, v in saved.items():
-                os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
     import recall_on_example  # the evidence context recall was left out on: it reads those
 
     recall_on_example.main()

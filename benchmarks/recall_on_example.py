@@ -18,10 +18,7 @@ import sys
 from pathlib import Path
 from unittest import mock
 
-import pytest_ragdive as ragdive
 from pytest_ragdive.engine.checks import numbers
-from pytest_ragdive.engine.dialogue import run_blocking
-from pytest_ragdive.engine.models import DocumentGroup
 from pytest_ragdive.llm.cache import ResponseCache
 from pytest_ragdive.llm.client import LLMClient
 
@@ -31,21 +28,16 @@ sys.path.insert(0, str(EXAMPLE))
 
 def main() -> int:
     from ragbot import RagBot
-    from recorded import CHECKS, UNSEEN, VARIANTS, documents
+    from recorded import CHECKS, UNSEEN, VARIANTS, replayed
 
     client = LLMClient(ResponseCache(EXAMPLE / UNSEEN, "none"))
-    items = [DocumentGroup.of(d) for d in ragdive.load_documents(str(EXAMPLE / "kb" / "*.md"))
-             if d.id in documents()]
-    judges = ragdive.Judges("embedded/qwen2.5-coder-1.5b")
     seen: dict[tuple[str, str, str], tuple[bool, float]] = {}
     for check in CHECKS:
         with mock.patch.dict(os.environ, VARIANTS[check.variant]):  # the bot reads its knobs
             bot = RagBot(client=client)
         for seed in range(check.seed, check.seed + 3):
-            dialogues = run_blocking(ragdive.arun_dialogues(
-                items, bot, judges=judges, client=client, turns=3, role="precise",
-                validation="once", max_regenerations=4, seed=seed,
-                metrics=("context_recall",)))  # named: not scored by default on this model
+            # named: not scored by default on this model
+            dialogues = replayed(bot, client, seed, metrics=("context_recall",))
             for turn in (t for d in dialogues for t in d.turns):
                 judged = turn.judgements.get("context_recall")
                 figures = numbers(turn.generated.ground_truth)

@@ -8,7 +8,7 @@ tabulates them; the other benchmarks read the suite's documents from here.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 HERE = Path(__file__).resolve().parent
 #: one band file per document the suite talks about
@@ -83,3 +83,24 @@ def documents() -> list[str]:
     """The ids of the documents the suite talks about: those with a band file."""
     prefix = "test_cityguide_bot["
     return sorted(p.name[len(prefix):-len("].json")] for p in BANDS.glob("test_cityguide_bot[[]*].json"))
+
+
+def replayed(bot: Any, client: Any, seed: int, items: list[Any] | None = None,
+             **options: Any) -> list[Any]:
+    """The suite's dialogues at ``seed`` with ``bot`` (a RagBot), held as the suite holds
+    them (pytest.ini and the marker: 3 turns, role precise, validation once, 4
+    regenerations), through ``client``: from its cache when the recording has them.
+    ``items`` (default: the suite's documents) and ``options`` (``metrics``, ``role``,
+    ``turns``) override."""
+    import pytest_ragdive as ragdive
+    from pytest_ragdive.engine.dialogue import run_blocking
+    from pytest_ragdive.engine.models import DocumentGroup
+
+    if items is None:
+        items = [DocumentGroup.of(d) for d in ragdive.load_documents(str(HERE / "kb" / "*.md"))
+                 if d.id in documents()]
+    held = {"turns": 3, "role": "precise", "validation": "once", "max_regenerations": 4,
+            **options}
+    return run_blocking(ragdive.arun_dialogues(
+        items, bot, judges=ragdive.Judges("embedded/qwen2.5-coder-1.5b"), client=client,
+        seed=seed, **held))
