@@ -118,7 +118,7 @@ def _check(doc: Any) -> None:
             raise ValueError(f"{metric}: min {low} and max {high} are not those of its runs")
         seeds = stats.get("seeds")
         if seeds is not None and (
-                not isinstance(seeds, list) or len(seeds) != len(stats.get("runs", []))
+                not isinstance(seeds, list) or len(seeds) != len(runs)
                 or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds)):
             raise ValueError(f"{metric}: 'seeds' is not one whole number per run")
 
