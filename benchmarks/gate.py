@@ -4,6 +4,11 @@
     python benchmarks/gate.py --rules permutation --variants accepted
     python benchmarks/gate.py --record reworded 100 --paired   # a new check, live (20-40 min)
     python benchmarks/gate.py --sizing [__ragdive__/test_bot]   # documents a change needs
+    python benchmarks/gate.py --markdown benchmarks/results/gate.md --fill README.md
+
+``--markdown PATH`` also writes the table printed, under its command, date and machine, and
+``--fill DOC ...`` puts it into each DOC's ``<!-- example-gate-table -->`` block
+(``tests/test_docs.py`` checks that the README's block is the file's table).
 
 Each session is ``pytest -m ragdive`` in a copy of ``example_project/`` at one seed the
 committed bands were not recorded with, replayed from the committed response cache (no
@@ -17,9 +22,13 @@ retrieved paragraph) should fail, each through a named metric. Wilson 95% interv
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import math
 import os
+import platform
+import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -33,7 +42,7 @@ import numpy as np
 EXAMPLE = Path(__file__).resolve().parents[1] / "example_project"
 sys.path.insert(0, str(EXAMPLE))
 
-from recorded import BANDS, CHECKS, UNSEEN, VARIANTS, Check  # noqa: E402
+from recorded import BANDS, CHECKS, UNSEEN, VARIANTS, Check
 
 
 @dataclass(frozen=True)
@@ -102,8 +111,8 @@ def wilson(hits: int, n: int, z: float = 1.959964) -> tuple[float, float]:
 
 
 def table(sessions: list[Session]) -> str:
-    lines = ["| variant | documents | baseline | rule | sessions that fail [95% CI] | through | "
-             "inconclusive | candidate runs per document | seeds |",
+    lines = [("| variant | documents | baseline | rule | sessions that fail [95% CI] | through | "
+              "inconclusive | candidate runs per document | seeds |"),
              "|---|---|---|---|---|---|---|---|---|"]
     keys = sorted({(s.variant, s.select or "", s.paired, s.rule) for s in sessions},
                   key=lambda k: (list(VARIANTS).index(k[0]), k[1], k[2], k[3]))
@@ -161,6 +170,40 @@ def sizing(folder: Path, changes: tuple[float, ...] = (0.1, 0.2, 0.3), level: fl
     return "\n".join(lines)
 
 
+#: the docs' blocks that quote the table: <!-- NAME --> ... <!-- /NAME -->
+BLOCK = "example-gate-table"
+
+
+def caption(argv: list[str]) -> str:
+    """The command, date and machine of a table, said once above it."""
+    shown, skip = [], False
+    for arg in argv:  # where the table goes is not how it was measured
+        if arg in ("--markdown", "--fill"):
+            skip = True
+        elif not (skip and not arg.startswith("-")):
+            shown.append(arg)
+            skip = False
+    command = shlex.join(["python", "benchmarks/gate.py", *shown])
+    load = f", load {os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else ""
+    return (f"`{command}` · {datetime.date.today().isoformat()} · {os.cpu_count()} cores "
+            f"({platform.machine()}), Python {platform.python_version()}{load}")
+
+
+def publish(text: str, markdown: Path | None, fill: list[Path]) -> None:
+    """Write the table to ``markdown`` and into the ``BLOCK`` of each file of ``fill``
+    (``tests/test_docs.py`` checks that the blocks and the file agree)."""
+    if markdown:
+        markdown.parent.mkdir(parents=True, exist_ok=True)
+        markdown.write_text(text + "\n", encoding="utf-8")
+    pattern = re.compile(rf"(<!-- {BLOCK} -->\n).*?(<!-- /{BLOCK} -->)", re.DOTALL)
+    for doc in fill:
+        source = doc.read_text(encoding="utf-8")
+        if not pattern.search(source):
+            raise SystemExit(f"{doc} has no <!-- {BLOCK} --> ... <!-- /{BLOCK} --> block")
+        doc.write_text(pattern.sub(lambda m: m[1] + text + "\n" + m[2], source, count=1),
+                       encoding="utf-8")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rules", nargs="+", default=["permutation", "band"],
@@ -174,9 +217,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizing", nargs="?", const=BANDS, type=Path, metavar="FOLDER",
                         help="print the documents a change needs, from the spread of the "
                              "item band files in FOLDER (default: the example's)")
+    parser.add_argument("--markdown", type=Path, metavar="PATH",
+                        help="also write the table printed, under its command, date and "
+                             "machine, to PATH (e.g. benchmarks/results/gate.md)")
+    parser.add_argument("--fill", type=Path, nargs="+", default=[], metavar="DOC",
+                        help=f"also put it into DOC's <!-- {BLOCK} --> block (README.md)")
     args = parser.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
     if args.sizing:
-        print(sizing(args.sizing))
+        text = sizing(args.sizing)
+        print(text)
+        publish(f"{caption(argv)}\n\n{text}", args.markdown, args.fill)
         return 0
     if args.record:
         variant, seed = args.record
@@ -201,8 +252,10 @@ def main(argv: list[str] | None = None) -> int:
     if not sessions:
         print("no committed check to replay for these variants (example_project/recorded.py)")
         return 1
-    print(table(sessions))
+    text = table(sessions)
+    print(text)
     print(f"\n{len(sessions)} replays in {time.perf_counter() - start:.0f} s")
+    publish(f"{caption(argv)}\n\n{text}", args.markdown, args.fill)
     return 0
 
 

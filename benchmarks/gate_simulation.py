@@ -2,6 +2,7 @@
 
     python benchmarks/gate_simulation.py                    # 76 s on 2 busy cores
     python benchmarks/gate_simulation.py --sessions 500     # quicker, wider intervals
+    python benchmarks/gate_simulation.py --docs 1,2         # the suites of 1 and 2 documents
 
 The model: D documents, R baseline runs of T turns each. Every follow-up turn (turns 2..T)
 of an accepted bot is good with probability g0, of a broken one with probability g1. Two
@@ -13,15 +14,19 @@ draws k runs per document.
 Rules compared, each over both metrics:
 
 * new: ``pytest_ragdive.plugin.verdict.decide`` (stratified permutation test, Holm over the
-  two metrics at --alpha); the session is flagged when a metric is "worse".
+  two metrics at --alpha, or every run of every document outside its band where no p can
+  reach its threshold); the session is flagged when a metric is "worse".
 * confirm: ``ragdive_confirm_scope = document``. Every document's
   first candidate run that leaves that document's band on the worse side (on any metric)
-  draws 2 more runs with new seeds; then ``decide`` on every run drawn (1 or 3 per document).
+  draws 2 more runs with new seeds, or as many more as the plugin draws for the test to
+  reach alpha / 2 (``reach.candidate_runs``: 4 with one document); then ``decide`` on every
+  run drawn (1 or 3 per document, 1 or 5 with one).
 * confirm-test: the plugin's default (``ragdive_confirm_scope = test``). When some
   document's first run leaves its
-  band on the worse side, every document draws 2 more runs.
+  band on the worse side, every document draws those runs.
 * paired: the default at the default seed. The candidate's runs take the baseline's seeds
-  (run j at baseline run j's seed), confirmed as above, and ``decide`` tests the pairs.
+  (run j at baseline run j's seed, the runs past the baseline's at new seeds), confirmed as
+  above, and ``decide`` tests the pairs where their number can reach alpha / 2.
 * band: flagged when the first candidate run of any document leaves that document's min..max
   band of the R baseline runs on the worse side, on any metric.
 
@@ -46,11 +51,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pytest_ragdive.plugin import reach
 from pytest_ragdive.plugin.verdict import MetricVerdict, decide, needs_confirmation
 
 SHAPES = ((3, 3, 1), (3, 3, 2), (3, 3, 3), (6, 3, 1), (6, 3, 2), (10, 3, 1), (10, 5, 2))
-CONFIRMED = ((3, 3), (6, 3), (10, 3), (10, 5))  # D, R: k = 1, then up to K_MAX
-K_MAX = 3
+CONFIRMED = ((3, 3), (6, 3), (10, 3), (10, 5))  # D, R: k = 1, then confirmed
+SMALL = ((1, 3), (2, 3), (1, 1))  # suites of one and two documents (issue 53), last
 BROKEN = (0.8, 0.6, 0.45)  # the broken bots' good follow-ups, unless --broken says
 SIMULATED = ("forgetfulness", "context_retention")
 
@@ -112,6 +118,11 @@ def band_leaves(baseline: np.ndarray, first_run: np.ndarray) -> bool:
     return bool(leaves_band(baseline, first_run).any())
 
 
+def confirmed(job: Job) -> int:
+    """The candidate runs per document once confirmed, as the plugin draws them."""
+    return reach.candidate_runs(job.docs, job.runs, len(SIMULATED), job.alpha, 2)
+
+
 def simulate(job: Job) -> Counts:
     rng = np.random.default_rng(job.seed)
     flagged = inconclusive = band_flagged = 0
@@ -120,14 +131,18 @@ def simulate(job: Job) -> Counts:
         seeds = rng.normal(0.0, job.seed_sd, (job.docs, job.runs))
         baseline = dialogues(rng, job, job.g0, seeds)
         paired = job.rule == "paired"
-        candidate = dialogues(rng, job, job.g1, seeds[:, :K_MAX] if paired
-                              else rng.normal(0.0, job.seed_sd, (job.docs, K_MAX)))
+        most = confirmed(job)
+        # paired: run j at baseline run j's seed, the runs past the baseline's at new seeds
+        unseen = rng.normal(0.0, job.seed_sd,
+                            (job.docs, max(most - job.runs, 0) if paired else most))
+        candidate = dialogues(rng, job, job.g1, np.concatenate([seeds[:, :most], unseen], axis=1)
+                              if paired else unseen)
         base = by_metric(baseline)
         if job.rule != "new":
             leaves = leaves_band(baseline, candidate[:, :, 0])
             if job.rule == "confirm-test":
                 leaves[:] = leaves.any()
-            drawn = {m: {f"doc{d}": list(candidate[i, d, :K_MAX if leaves[d] else 1])
+            drawn = {m: {f"doc{d}": list(candidate[i, d, :most if leaves[d] else 1])
                          for d in range(job.docs)} for i, m in enumerate(SIMULATED)}
             # run j of every document has seed j: the baseline's own when paired
             runs_seeds = {m: {doc: list(range(len(r)) if paired else
@@ -137,7 +152,7 @@ def simulate(job: Job) -> Counts:
                           for m, by_doc in base.items()}
             verdicts = decide(base, drawn, alpha=job.alpha, baseline_seeds=base_seeds,
                               candidate_seeds=runs_seeds)
-            used = int(sum(K_MAX if left else 1 for left in leaves)) / job.docs
+            used = int(sum(most if left else 1 for left in leaves)) / job.docs
         else:
             verdicts = decide(base, by_metric(candidate[:, :, :job.k]), alpha=job.alpha)
             used = job.k
@@ -167,10 +182,14 @@ def jobs(args: argparse.Namespace) -> list[Job]:
     common = dict(sessions=args.sessions, q=args.q, g0=args.g0, turns=args.turns,
                   alpha=args.alpha, seed_sd=args.seed_sd)
     out = []
+    rules = ("confirm", "confirm-test", "paired")
     designs = ([("new", d, r, k) for d, r, k in SHAPES]
-               + [(rule, d, r, 1) for rule in ("confirm", "confirm-test", "paired")
-                  for d, r in CONFIRMED])
-    for i, (rule, d, r, k) in enumerate(designs):
+               + [(rule, d, r, 1) for rule in rules for d, r in CONFIRMED]
+               + [("new", d, r, 1) for d, r in SMALL]
+               + [(rule, d, r, 1) for rule in rules for d, r in SMALL])
+    for i, (rule, d, r, k) in enumerate(designs):  # a design's seeds whatever --docs keeps
+        if args.docs and d not in args.docs:
+            continue
         for j, g1 in enumerate((args.g0, *args.broken)):
             out.append(Job(rule, d, r, k, g1, seed=args.seed * 1000 + 10 * i + j, **common))
     return out
@@ -187,7 +206,8 @@ def table(results: list[Counts], g0: float, broken: tuple[float, ...]) -> str:
     lines = [head, "|" + " --- |" * (head.count("|") - 1)]
     for (rule, d, r, k), by_g in rows.items():
         null, n = by_g[g0], by_g[g0].job.sessions
-        shape = f"{d} × {r} × {k}" if rule == "new" else f"{d} × {r} × 1 or {K_MAX}"
+        shape = (f"{d} × {r} × {k}" if rule == "new"
+                 else f"{d} × {r} × 1 or {confirmed(by_g[g0].job)}")
         band = (rate(null.band_flagged, n, True),
                 " / ".join(rate(by_g[g].band_flagged, n) for g in broken))
         lines.append(
@@ -210,6 +230,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--seed-sd", type=float, default=0.0,
                         help="how much seeds differ in difficulty (logit scale)")
+    parser.add_argument("--docs", type=lambda text: tuple(map(int, text.split(","))),
+                        default=(), help="only the designs of these numbers of documents, "
+                        "e.g. 1,2,3")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     args = parser.parse_args(argv)
     start = time.perf_counter()

@@ -3,6 +3,7 @@
 
     python benchmarks/scale.py                    # 20, 50, 100, 200 documents, C = 32
     python benchmarks/scale.py --documents 20 50  # quicker
+    python benchmarks/scale.py --tiny             # 2 documents x 2 turns: does it run?
 
 Each size is one real ``python -m pytest -m ragdive`` subprocess on the scheduling
 benchmark's generated project (``scheduling/workload.py``: the scripted model answering
@@ -26,13 +27,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from scheduling import workload  # noqa: E402
-from scheduling.runner import PLUGINS_OFF  # noqa: E402
-from scheduling.simulation import ideal_makespan  # noqa: E402
+from scheduling import workload
+from scheduling.runner import PLUGINS_OFF
+from scheduling.simulation import ideal_makespan
 
 
-def run(root: Path, documents: int, concurrency: int) -> dict[str, float]:
-    cfg = replace(workload.BASE, label=f"{documents} documents", documents=documents,
+def run(root: Path, documents: int, concurrency: int,
+        base: workload.Config = workload.BASE) -> dict[str, float]:
+    cfg = replace(base, label=f"{documents} documents", documents=documents,
                   concurrency=concurrency)
     project = workload.make_project(root, cfg)
     command = [sys.executable, "-m", "pytest", "-m", "ragdive", "-q", *PLUGINS_OFF,
@@ -58,11 +60,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--documents", type=int, nargs="+", default=[20, 50, 100, 200])
     parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--tiny", action="store_true",
+                        help="2 documents x 2 turns (bench.py --tiny's): whether it runs")
     args = parser.parse_args(argv)
+    base = workload.TINY.base if args.tiny else workload.BASE
+    if args.tiny:
+        args.documents = [base.documents]
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for n in args.documents:
-            rows.append(run(Path(tmp) / f"d{n}", n, args.concurrency))
+            rows.append(run(Path(tmp) / f"d{n}", n, args.concurrency, base))
             print(f"{n} documents: {rows[-1]}", file=sys.stderr, flush=True)
     base = rows[0]
     print(f"| documents | wall s | ideal@{args.concurrency} s | wall / ideal | peak memory MB | "

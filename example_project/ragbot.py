@@ -9,8 +9,9 @@ conversation on any CPU.
 
 Knobs, read from the environment when the bot is built:
 
-* ``RAGBOT_HISTORY``: ``full`` (default), ``last3`` (the last three utterances) or
-  ``none`` (every question is answered as if it were the first one);
+* ``RAGBOT_HISTORY``: ``full`` (default), ``last3`` (the last three utterances), ``first``
+  (the first question only) or ``none`` (every question is answered as if it were the first
+  one: no history, no rewrite);
 * ``RAGBOT_TOP_K``: how many paragraphs are retrieved: ``3`` (default), ``1``, ...;
 * ``RAGBOT_PROMPT``: ``accepted`` (default) or ``reworded``, the same instructions in other
   words: a change a reviewer would accept as neutral, that still changes every reply;
@@ -64,6 +65,11 @@ REWORDED_PROMPT = (
     "names, numbers and dates."
 )
 PROMPTS = {"accepted": SYSTEM_PROMPT, "reworded": REWORDED_PROMPT}
+REWRITE_PROMPT = (
+    "Rewrite the user's last message as one stand-alone question for a search engine. "
+    "Replace every word that refers to the conversation (it, they, that, there, the same) "
+    "with the name it refers to, keep everything else, and reply with the question only."
+)
 
 
 @dataclass(frozen=True)
@@ -201,14 +207,26 @@ class RagBot:
             return [m for m in history if m.role == "user"][:1]
         return list(history)
 
-    def retrieve(self, question: str, history: list[Message]) -> list[Chunk]:
-        """The ``top_k`` chunks most similar to the question. With history, the user's
-        earlier questions are embedded together with this one, so that a follow-up such as
-        "and who owns it?" still finds the topic the conversation named turns before."""
+    async def search_query(self, question: str, history: list[Message]) -> str:
+        """What the bot searches for: the question itself when it sees no history; else the
+        question rewritten by the model into a stand-alone one with the history it sees
+        ("Who runs it?" after a talk about the ferry -> "Who runs the Harbour Ferry?"), as
+        LangChain's history-aware retriever and LlamaIndex's condense-question engine do."""
+        if not history:
+            return question
+        said = "\n".join(f"{'User' if m.role == 'user' else 'CityGuide'}: {m.content}"
+                         for m in history)
+        text = await self.client.complete(
+            self.model,
+            [{"role": "system", "content": REWRITE_PROMPT},
+             {"role": "user", "content": f"Conversation:\n{said}\n\nLast message: {question}"}],
+            temperature=0.0, seed=0, max_tokens=48)
+        return " ".join(text.split()) or question
+
+    def retrieve(self, query: str) -> list[Chunk]:
+        """The ``top_k`` chunks most similar to the search ``query``."""
         index = load_index(self.kb_dir)
-        previous = [m.content for m in history if m.role == "user"]
-        ranked = self.ranking(index, " ".join([*previous, question]))
-        return [index.chunks[i] for i in ranked[: self.top_k]]
+        return [index.chunks[i] for i in self.ranking(index, query)[: self.top_k]]
 
     def ranking(self, index: Index, query: str) -> list[int]:
         """The positions of the ``RANKED`` chunks most similar to ``query``, best first,
@@ -239,7 +257,8 @@ class RagBot:
     async def answer(self, question: str, history: list[Message]) -> RagAnswer:
         """Answer ``question`` given the conversation so far."""
         seen = self.visible_history(history)
-        chunks = self.retrieve(question, seen)  # ~40 ms of CPU at most; not worth a thread
+        # embedding the query takes ~40 ms of CPU at most; not worth a thread
+        chunks = self.retrieve(await self.search_query(question, seen))
         text = await self.client.complete(
             self.model,
             self.prompt(question, seen, chunks),

@@ -1,7 +1,8 @@
 """pytest-ragdive: regression tests for RAG chatbots in multi-turn conversation.
 
-Three layers, imports pointing one way: ``plugin`` (the pytest side) -> ``engine`` (the
-RAG-DIVE method) -> ``llm`` (model access). This module is the public API. Only the
+Four layers, imports pointing one way (``tests/test_layers.py``): ``plugin`` (the pytest
+side) -> ``adapters`` (connectors to the bot under test) -> ``engine`` (the RAG-DIVE method)
+-> ``llm`` (model access). This module is the public API. Only the
 marker helpers are imported eagerly; everything else loads on first use so that
 installing the plugin costs nothing to test runs that do not use it.
 """
@@ -11,7 +12,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from . import llm  # noqa: F401  (its import sets the offline defaults; see llm/__init__.py)
+from . import llm  # its import sets the offline defaults; see llm/__init__.py
 from .plugin.marker import conversation, document_fixture
 
 __version__ = "0.1.0"
@@ -45,7 +46,7 @@ _LAZY = {
     "LlamaIndexAdapter": "adapters.llamaindex",
 }
 
-__all__ = ["conversation", "document_fixture", "__version__", *_LAZY]
+__all__ = ["conversation", "document_fixture", "__version__", *_LAZY]  # noqa: PLE0604 (str keys)
 
 if TYPE_CHECKING:
     from .adapters.http import HttpAdapter

@@ -80,6 +80,19 @@ def test_replay_job_runs_on_pull_requests_without_model_or_secret() -> None:
     assert "secrets." not in str(replay)
 
 
+@pytest.mark.parametrize("workflow, jobs", [(WORKFLOW, ("replay", "live")),
+                                            (SHARDED, ("verdict",))], ids=lambda p: str(p))
+def test_every_deciding_job_writes_its_verdicts_to_the_job_summary(workflow, jobs) -> None:
+    yaml = pytest.importorskip("yaml")
+    doc = yaml.safe_load(workflow.read_text(encoding="utf-8"))
+    for job in jobs:
+        commands = run_lines(doc, job)
+        assert re.search(r"--(ragdive-)?markdown[= ]ragdive\.md", commands), job
+        summary = [s for s in steps(doc, job) if "$GITHUB_STEP_SUMMARY" in str(s.get("run"))]
+        assert summary and summary[0]["if"] == "always()", job
+        assert 'cat ragdive.md >> "$GITHUB_STEP_SUMMARY"' in summary[0]["run"]
+
+
 def test_both_jobs_cache_pip_and_upload_report_and_junit() -> None:
     doc = load()
     for job in ("replay", "live"):
@@ -94,11 +107,16 @@ def test_both_jobs_cache_pip_and_upload_report_and_junit() -> None:
     assert "-DGGML_NATIVE=OFF" in doc["env"]["CMAKE_ARGS"]
 
 
-def test_live_job_takes_the_judge_and_its_key_from_the_repository() -> None:
+def test_live_job_takes_the_judges_of_the_project_and_the_key_from_the_repository() -> None:
     doc = load()
     live = doc["jobs"]["live"]
     commands = run_lines(doc, "live")
-    assert '--ragdive-model="$RAGDIVE_MODEL"' in commands
+    # --ragdive-model replaces all three roles: passed only when a model is named, so that a
+    # project whose bands were recorded with a validator of another family keeps its judges
+    only_if_named = 'if [ -n "$RAGDIVE_MODEL" ]; then model=(--ragdive-model="$RAGDIVE_MODEL"); fi'
+    assert only_if_named in commands
+    assert '"${model[@]}"' in commands
+    assert live["env"]["RAGDIVE_MODEL"] == "${{ inputs.model || vars.RAGDIVE_MODEL }}"
     assert "--ragdive-record-mode=new" in commands
     keys = {k: v for k, v in live["env"].items() if "secrets." in str(v)}
     assert keys and all(re.fullmatch(r"\$\{\{ secrets\.\w+ }}", v) for v in keys.values())
@@ -122,13 +140,26 @@ def test_the_workflows_options_are_the_plugins(pytester: pytest.Pytester) -> Non
     assert used <= registered, f"unknown options: {used - registered}"
 
 
-def test_python_of_the_workflow_is_one_the_package_supports() -> None:
+def compatibility_pythons() -> list[str]:
+    """The Python versions of the recipe's matrix as docs/compatibility.md states them."""
+    table = (ROOT / "docs" / "compatibility.md").read_text(encoding="utf-8")
+    row = next(line for line in table.splitlines() if line.startswith("| Python |"))
+    return re.findall(r"3\.\d+", row.strip("|").split("|")[-1])
+
+
+def test_the_replay_matrix_is_the_compatibility_tables_and_the_package_supports_it() -> None:
     tomllib = pytest.importorskip("tomllib")
     requires = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"]
-    version = load()["env"]["PYTHON_VERSION"]
+    doc = load()
+    matrix = [str(v) for v in doc["jobs"]["replay"]["strategy"]["matrix"]["python"]]
     from packaging.specifiers import SpecifierSet
 
-    assert SpecifierSet(requires).contains(version), (version, requires)
+    assert matrix == compatibility_pythons(), "docs/compatibility.md and the matrix disagree"
+    assert len(matrix) > 1 and doc["env"]["PYTHON_VERSION"] in matrix
+    for version in matrix:
+        assert SpecifierSet(requires).contains(version), (version, requires)
+    # the lowest version the package allows is in the matrix
+    assert requires == f">={matrix[0]}", (requires, matrix)
 
 
 def test_the_sharded_workflow_merges_every_shard_into_one_verdict() -> None:

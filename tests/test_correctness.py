@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from pytest_ragdive.engine.answer_keys import key_parts
 from pytest_ragdive.engine.dialogue import run_blocking
 from pytest_ragdive.engine.evaluator import evaluate
-from pytest_ragdive.engine.facts import key_parts
 from pytest_ragdive.engine.models import Dialogue, GeneratedTurn, RagAnswer, Turn
 from pytest_ragdive.llm.cache import ResponseCache
 from pytest_ragdive.llm.client import LLMClient

@@ -16,6 +16,8 @@ from pytest_ragdive.engine.validator import QUESTIONS
 from pytest_ragdive.llm.scripted import calls, max_in_flight, scripted
 
 DOC = ragdive.Document(id="tower", text="The Alder Tower is 120 m tall. It opened in 1931.")
+#: the scripted generator's first question about DOC
+FIRST = "What is the topic of The Alder Tower is 120 m tall?"
 
 
 class Bot:
@@ -53,7 +55,7 @@ def test_dialogue_produces_all_six_scores(tmp_path: Path) -> None:
     assert all(0.0 <= v <= 1.0 for v in dialogue.scores.values())
     assert [t.generated.question_type for t in dialogue.turns] == ["initial", "follow_up", "follow_up"]
     # the RAG gets the context-dependent question and the visible history, never the rewrite
-    assert bot.seen == [("What is the topic?", 0), ("And the second fact about it?", 2),
+    assert bot.seen == [(FIRST, 0), ("And the second fact about it?", 2),
                         ("And the third fact about it?", 4)]
     first = dialogue.turns[0].generated
     assert first.rag_input == first.standalone_question
@@ -69,7 +71,7 @@ def test_scores_average_the_turn_verdicts_with_the_paper_directions(tmp_path: Pa
     def yes(messages: list[dict]) -> float:
         prompt = messages[-1]["content"]
         if "Reply to check" in prompt:  # the first turn's answer is wrong, the others right
-            return 0.2 if "What is the topic?" in prompt else 0.8
+            return 0.2 if FIRST in prompt else 0.8
         if prompt.startswith("The conversation so far:"):  # context retention
             retention_prompts.append(prompt)
             if "User: And the second fact about it?\nLatest reply:" in prompt:
@@ -97,7 +99,7 @@ def test_scores_average_the_turn_verdicts_with_the_paper_directions(tmp_path: Pa
     # and it reads the whole conversation before the turn
     turn_3 = [p for p in retention_prompts if "User: And the third fact about it?\nLatest" in p]
     assert len(turn_3) == 2  # the question and its negation
-    assert all("User: What is the topic?" in p and "User: And the second fact about it?" in p
+    assert all(f"User: {FIRST}" in p and "User: And the second fact about it?" in p
                for p in turn_3)
 
 
@@ -305,7 +307,7 @@ def test_adapter_that_hangs_times_out(tmp_path: Path, kind: str) -> None:
     dialogue = run(scripted(), adapter, tmp_path, adapter_timeout=0.3)
     assert time.monotonic() - start < 10
     assert "turn 1" in dialogue.errors["dialogue"]
-    assert "did not answer 'What is the topic?' within 0.3 s" in dialogue.errors["dialogue"]
+    assert f"did not answer {FIRST!r} within 0.3 s" in dialogue.errors["dialogue"]
 
 
 @pytest.mark.parametrize("fault", ["raises", "hangs"])
@@ -394,7 +396,7 @@ def test_run_dialogues_shares_one_limit(tmp_path: Path) -> None:
 
 def test_follow_up_checks_are_not_asked_on_turn_one(tmp_path: Path) -> None:
     # a confused validator model fails every follow-up check: none applies to turn 1, and
-    # "What is the topic?" leans on no conversation, which turn 1 need not do
+    # the first question leans on no conversation, which turn 1 need not do
     model = scripted({"YesNo": validator("standalone", "same_meaning", "type_fits")})
     dialogue = run(model, Bot(), tmp_path, turns=1, metrics=["correctness"])
     assert dialogue.errors == {} and dialogue.turns[0].rejections == []

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pytest_ragdive.engine.documents import check_unique, load_documents
-from pytest_ragdive.engine.facts import facts, look_alikes, next_fact
+from pytest_ragdive.engine.facts import facts, look_alikes, next_fact, shared_kinds
 from pytest_ragdive.engine.models import Document, GeneratedTurn, RagAnswer, Turn
 
 DOC = Document(id="ferry", text=(
@@ -87,3 +87,23 @@ def test_documents_loaded_together_know_each_other_and_a_subset_keeps_them(
 
 def load_together(*texts: str) -> list[Document]:
     return check_unique(Document(id=f"d{i}", text=t) for i, t in enumerate(texts))
+
+
+def test_a_fact_of_a_kind_only_its_document_states_is_not_a_shared_kind() -> None:
+    bikes, _, _ = load_together(BIKES, TRAMS, BUSES)
+    # an operator and a fare, which every service states; not the solar panels
+    assert shared_kinds(facts(bikes), bikes) == [
+        "The scheme is operated by the company Pedalwerk under contract.",
+        "A single ride costs 1 mark."]
+    (alone,) = load_together(BIKES)
+    assert shared_kinds(facts(alone), alone) == facts(alone)
+
+
+def test_a_document_that_repeats_a_sentence_still_has_look_alikes() -> None:
+    # a pool with a sentence twice (boilerplate) once indexed past the distinct scores
+    repeated = BIKES + " Every station has a solar panel on its roof." * 3
+    bikes, _, _ = load_together(repeated, TRAMS, BUSES)
+    pool = facts(bikes)
+    assert len(pool) > len(set(pool))
+    assert "The scheme is operated by the company Pedalwerk under contract." in look_alikes(
+        pool, bikes)

@@ -54,7 +54,7 @@ def test_callers_that_joined_a_failing_call_get_its_error_without_calling_again(
         return 0.5
 
     model = scripted({"YesNo": respond}, latency=0.1)
-    client = LLMClient(ResponseCache(tmp_path), retries=0)
+    client = LLMClient(ResponseCache(tmp_path), retries=0, retry_budget=0)
 
     async def together() -> list[object]:
         await client.yes_probability(model, ask("Is it wide?"))  # the request form works

@@ -12,8 +12,10 @@ from pytest_ragdive.engine.follow_ups import (
     depends_on_conversation,
     follow_up,
     leans_back,
+    names_its_topic,
     refer_back,
     told_apart,
+    unnamed,
 )
 from pytest_ragdive.engine.models import Document, GeneratedTurn, RagAnswer, Turn
 
@@ -200,3 +202,26 @@ def test_the_validator_sends_back_a_follow_up_its_words_alone_answer() -> None:
     stated = quay.model_copy(update={"premise": premise,
                                      "rag_input": f"{premise} When do they leave it?"})
     assert exact_verdict(stated, river, [first]).valid
+
+
+def test_a_phrase_that_tells_the_document_apart_becomes_a_pronoun_once_said() -> None:
+    river = _ferries()["river"]
+    said = ["What does the river ferry do?", "Boats leave the Old Quay every 60 minutes."]
+    # "the Old Quay" singles out the river ferry among the look-alikes; said, it is "it"
+    message = unnamed("What is there at the Old Quay?", said, river)
+    assert message == "What is there at it?" and told_apart(message, river) is None
+    # not said: "it" would refer to nothing, so the message stays for the validator to judge
+    assert unnamed("What is there at the Old Quay?", said[:1], river) == (
+        "What is there at the Old Quay?")
+    # a message that names nothing of its own is sent as it is
+    assert unnamed("Who owns it?", said, river) == "Who owns it?"
+
+
+def test_a_first_question_the_look_alikes_share_must_name_its_topic() -> None:
+    river = _ferries()["river"]
+    reason = names_its_topic("How often do ferries leave?", river)
+    assert reason is not None and "name the one it asks about" in reason
+    assert names_its_topic("When do boats leave the Old Quay?", river) is None
+    # a document loaded alone has nothing to be told apart from
+    assert names_its_topic("How often do ferries leave?",
+                           Document(id="river", text=river.text)) is None

@@ -70,3 +70,21 @@ def test_every_data_file_of_the_package_ships_in_the_wheel() -> None:
                 missing.append(f"{package}: {inner}")
     assert not missing, "add these to [tool.setuptools.package-data]"
     assert "pytest_ragdive.plugin" in folders  # the check sees the subpackages
+
+
+def test_the_files_pyproject_promises_exist() -> None:
+    """Every data file named without a pattern ships (``py.typed``), and the license
+    pyproject.toml declares is in the LICENSE file."""
+    tomllib = pytest.importorskip("tomllib")
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    setuptools = config["tool"]["setuptools"]
+    folders = {name: ROOT / Path(*name.split(".")) for name in setuptools["packages"]}
+    folders.update({name: ROOT / path for name, path in setuptools["package-dir"].items()})
+    missing = [f"{package}: {name}" for package, names in setuptools["package-data"].items()
+               for name in names if not any(c in name for c in "*?[")
+               and not (folders[package] / name).is_file()]
+    assert not missing, "pyproject.toml ships files that do not exist"
+    license_file = ROOT / "LICENSE"
+    assert license_file.is_file(), "pyproject.toml declares a license; add the LICENSE file"
+    declared = config["project"]["license"]["text"]
+    assert license_file.read_text().startswith(f"{declared} License\n")

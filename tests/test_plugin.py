@@ -229,8 +229,9 @@ def test_progress_counts_dialogues_calls_and_time_at_v_and_is_quiet_at_q(project
         "*ragdive ?/4 dialogues · * (run ?/2): done · * model calls · ?:??",
     ])
     assert "left" in verbose.stdout.str()  # an estimate once some work is done
-    # a check holds one run, and confirmation runs only where it looks worse
+    # a check holds one run, and confirmation runs (as many as the test needs to be able to
+    # decide: plugin/reach.py) only where it looks worse
     checked = ragdive(project, "-v")
-    checked.stdout.fnmatch_lines(["*ragdive 0/? dialogues · alpha (run 1, up to 3): turn 1/2 *"])
+    checked.stdout.fnmatch_lines(["*ragdive 0/? dialogues · alpha (run 1, up to ?): turn 1/2 *"])
     quiet = ragdive(project, "--ragdive-update", "-q")
     assert "ragdive 1/" not in quiet.stdout.str()

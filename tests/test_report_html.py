@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 import shutil
 import subprocess
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -134,7 +134,7 @@ def sample_record(documents: int = 3, turns: int = 3, hostile: bool = False) -> 
         settings={"generator": "openai/gpt-4o-mini", "validator": "gemini/gemini-2.0-flash",
                   "evaluator": "openai/gpt-4o-mini", "turns": str(turns), "role": "precise",
                   "seeds": "0", "record mode": "new", "plugin": "0.1.0"},
-        started=datetime(2025, 5, 4, 10, 30, tzinfo=timezone.utc),
+        started=datetime(2025, 5, 4, 10, 30, tzinfo=UTC),
         duration_s=754.2,
         tests=[TestRecord(key=key, metrics=metric_records(means, aggregate, margin=0.02),
                           items=items)],

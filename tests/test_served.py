@@ -249,9 +249,9 @@ def failing(status: int, message: str, **script: Any) -> str:
     return scripted({"Verdict": respond, "YesNo": respond}, **script)
 
 
-async def ask(model: str | Model, tmp_path: Path, retries: int = 4) -> str:
+async def ask(model: str | Model, tmp_path: Path, **options: Any) -> str:
     with pytest.raises(ModelError) as caught:
-        await client(tmp_path, retries=retries).structured(model, ASK, Verdict)
+        await client(tmp_path, **options).structured(model, ASK, Verdict)
     return str(caught.value)
 
 
@@ -301,8 +301,10 @@ def test_transient_answers_are_retried_and_the_last_message_is_kept_whole(
     model = scripted({"Verdict": respond})
     verdict = asyncio.run(client(tmp_path, retries=2).structured(model, ASK, Verdict))
     assert verdict.tall and len(forms(model)) == 3
+    # a busy answer (429, 503) is bounded by the budget of waits (the first wait is 0.75-1 s,
+    # the second 1.5-2 s), the others by the count of retries
     gave_up = asyncio.run(ask(failing(status, "busy\nthe cause, on the second line"),
-                              tmp_path / "b", retries=1))
+                              tmp_path / "b", retries=1, retry_budget=1.2))
     assert "gave up after 2 attempts" in gave_up and "the cause, on the second line" in gave_up
 
 

@@ -11,10 +11,10 @@ from conftest import PROJECT_CONFTEST, PROJECT_INI
 
 from pytest_ragdive.engine.documents import load_documents
 from pytest_ragdive.engine.settings import SETTINGS, SettingError, check, parse, scored_metrics
-from pytest_ragdive.engine.validator import asks_model
+from pytest_ragdive.engine.validator import QUESTIONS, model_checks
 from pytest_ragdive.llm.model import Model
 from pytest_ragdive.llm.scripted import calls
-from pytest_ragdive.plugin.options import Options, reference
+from pytest_ragdive.plugin.options import ItemSettings, Options, reference
 from pytest_ragdive.plugin.run_record import RunRecord
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -73,18 +73,24 @@ def test_a_metric_the_judge_measured_at_chance_is_left_out_unless_chosen(
     pytester: pytest.Pytester,
 ) -> None:
     embedded = "embedded/qwen2.5-coder-1.5b"
-    default = options(pytester, "").for_item({}, "test")
+    session = options(pytester, "")
+    default = session.for_item({}, "test")
+
+    def judged_by(settings: ItemSettings, model: str) -> ItemSettings:
+        return settings.judged_by({"evaluator": model}, model, session.profiles())
+
     assert "context_retention" in default.metrics
-    assert "context_retention" not in default.judged_by(embedded).metrics
-    assert "forgetfulness" in default.judged_by(embedded).metrics
-    assert default.judged_by("openai/gpt-4o-mini").metrics == default.metrics
-    chosen = options(pytester, "").for_item({"metrics": ["context_retention"]}, "test")
-    assert chosen.judged_by(embedded).metrics == ("context_retention",)
+    assert "context_retention" not in judged_by(default, embedded).metrics
+    assert "forgetfulness" in judged_by(default, embedded).metrics
+    assert judged_by(default, "openai/gpt-4o-mini").metrics == default.metrics
+    chosen = session.for_item({"metrics": ["context_retention"]}, "test")
+    assert judged_by(chosen, embedded).metrics == ("context_retention",)
     assert "context_retention" not in scored_metrics(None, 3, "run_dialogue", embedded)
-    # and the validator model's checks, which it answered at chance, are asked only if told
-    assert [asks_model(Model(embedded), c)
-            for c in ("auto", "all", "exact")] == [False, True, False]
-    assert asks_model(Model("openai/gpt-4o-mini"), "auto")
+    # and the validator model's checks, which it answered at chance, are asked only if told,
+    # at the plain reading
+    assert [model_checks(Model(embedded), c) for c in ("auto", "all", "exact")] == [
+        {}, dict.fromkeys(QUESTIONS, 0.5), {}]
+    assert model_checks(Model("openai/gpt-4o-mini"), "auto") == dict.fromkeys(QUESTIONS, 0.5)
 
 
 @pytest.mark.parametrize(

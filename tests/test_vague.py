@@ -264,7 +264,7 @@ def test_the_labelled_cases_are_vague_turns_as_the_role_writes_them() -> None:
 
     root = Path(__file__).resolve().parent.parent
     cases = [json.loads(line) for line in
-             (root / "benchmarks/judges/clarified.jsonl").read_text().splitlines()]
+             (root / "pytest_ragdive/judge_cases/clarified.jsonl").read_text().splitlines()]
     for case in cases:
         document = Document(id=case["document"], text=(
             root / "example_project/kb" / f"{case['document']}.md").read_text())

@@ -145,8 +145,9 @@ def test_an_unreachable_threshold_is_inconclusive_and_says_why() -> None:
     base = {m: {"a": [0.7, 0.8, 0.9], "b": [0.6, 0.7, 0.8], "c": [0.5, 0.6, 0.7]}
             for m in ("correctness", "faithfulness", "context_precision", "context_recall",
                       "context_retention", "forgetfulness")}
-    worse_side = {"a": [0.1], "b": [0.1], "c": [0.1]}
-    cand = {m: worse_side if m != "forgetfulness" else {"a": [0.95], "b": [0.9], "c": [0.8]}
+    # c's run stays in its band: not every run left its band (see the test below)
+    worse_side = {"a": [0.1], "b": [0.1], "c": [0.55]}
+    cand = {m: worse_side if m != "forgetfulness" else {"a": [0.95], "b": [0.9], "c": [0.65]}
             for m in base}
     verdicts = decide(base, cand)
     assert {v.verdict for v in verdicts} == {"inconclusive"}
@@ -188,7 +189,7 @@ def test_a_suspect_that_the_runs_clear_is_not_worse() -> None:
 
 def test_the_reason_names_uneven_runs() -> None:
     base = {"correctness": {"a": [0.8, 0.9], "b": [0.7, 0.8, 0.9]}}
-    cand = {"correctness": {"a": [0.1], "b": [0.1]}}
+    cand = {"correctness": {"a": [0.1], "b": [0.75]}}
     (verdict,) = decide(base, cand)
     assert verdict.verdict == "inconclusive"
     assert "2 documents × 2–3 baseline runs × 1 candidate run" in verdict.reason
@@ -296,14 +297,41 @@ def test_runs_at_seeds_the_baseline_lacks_are_tested_unpaired() -> None:
     assert "paired" not in verdict.reason
 
 
-def test_a_few_pairs_say_what_they_cannot_reach() -> None:
-    base, cand = {"doc0": [0.5, 0.5, 0.5]}, {"doc0": [0.0, 0.0, 0.0]}
-    seeds = {"doc0": [0, 1, 2]}
-    (verdict,) = decide({"correctness": base}, {"correctness": cand}, suspects=["correctness"],
-                        baseline_seeds={"correctness": seeds},
-                        candidate_seeds={"correctness": seeds})
-    assert verdict.verdict == "inconclusive" and verdict.p == verdict.smallest_p == 0.125
-    assert "1 document × 3 runs paired by seed cannot reach p ≤ 0.0500" in verdict.reason
+def test_pairs_too_few_to_reach_alpha_over_the_metrics_are_tested_unpaired() -> None:
+    # issue 53: 2 documents × 3 runs paired by seed reach 1/64 at best, not 0.05 / 4
+    metrics = ("correctness", "faithfulness", "context_retention", "forgetfulness")
+    base = {m: {"alpha": [1.0, 1.0, 1.0], "beta": [1.0, 1.0, 1.0]} for m in metrics}
+    cand = {m: {"alpha": [0.0, 0.0, 0.0], "beta": [0.0, 0.0, 0.0]} for m in metrics}
+    base["forgetfulness"] = cand["forgetfulness"]
+    cand["forgetfulness"] = {"alpha": [1.0, 1.0, 1.0], "beta": [1.0, 1.0, 1.0]}
+    seeds = {m: {"alpha": [0, 1, 2], "beta": [0, 1, 2]} for m in metrics}
+    verdicts = decide(base, cand, baseline_seeds=seeds, candidate_seeds=seeds)
+    assert {v.verdict for v in verdicts} == {"worse"}
+    assert all(v.p == v.smallest_p == pytest.approx(1 / 400) for v in verdicts)
+    assert all(v.tested and "paired" not in v.reason for v in verdicts)
+    # two metrics: the same pairs reach 0.05 / 2, and the pairs are tested
+    two = decide({m: base[m] for m in metrics[:2]}, {m: cand[m] for m in metrics[:2]},
+                 baseline_seeds=seeds, candidate_seeds=seeds)
+    assert all(v.p == pytest.approx(1 / 64) and "3 runs paired by seed" in v.reason
+               for v in two)
+
+
+def test_every_run_outside_its_band_is_worse_where_no_p_can_reach() -> None:
+    # one document × 3 baseline runs × 1 candidate run: p is 1/4 at best
+    base = {"correctness": {"a": [0.7, 0.8, 0.9]}, "forgetfulness": {"a": [0.1, 0.2, 0.3]}}
+    cand = {"correctness": {"a": [0.1]}, "forgetfulness": {"a": [0.25]}}
+    correctness, forgetfulness = decide(base, cand, suspects=["correctness", "forgetfulness"])
+    assert correctness.verdict == "worse" and correctness.smallest_p == 0.25
+    assert "every run of every document is outside its band" in correctness.reason
+    assert "by chance at most 0.2500 of the time" in correctness.reason
+    assert forgetfulness.verdict == "inconclusive"  # inside its band
+    # inside the band widened by a margin, a run has not left it
+    (wide, _) = decide(base, cand, suspects=["correctness"], margin=0.7)
+    assert wide.verdict == "inconclusive"
+    # a run that ties the band's edge has not left it either
+    (edge,) = decide({"correctness": {"a": [0.7, 0.8]}}, {"correctness": {"a": [0.7]}},
+                     suspects=["correctness"])
+    assert edge.verdict == "inconclusive"
 
 
 def test_many_pairs_are_sampled_and_agree_with_the_sign_test() -> None:

@@ -41,7 +41,7 @@ def eval_chains(turns: int, contexts: int) -> list[tuple[str, int]]:
 
 def validator_calls(turn: int) -> int:
     """The validator model's yes/no calls on one attempt at ``turn`` (they run at once),
-    for a model that is asked them (the scripted one is: ``validator.asks_model``)."""
+    for a model that is asked them (the scripted one is: ``validator.model_checks``)."""
     return len([c for c in validator.QUESTIONS if turn > 1 or c in validator.FIRST_TURN])
 
 

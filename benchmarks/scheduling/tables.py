@@ -158,24 +158,27 @@ def tokens_report(measured: Sequence[Measured]) -> str:
               "tokens/dlg", "tokens/turn", "session s"]
     steps = [f"{b - a:.0f}" for (_, a), (_, b) in itertools.pairwise(per_dialogue)]
     (t1, k1), (tn, kn) = per_dialogue[0], per_dialogue[-1]
-    a, b, c = quadratic_fit(per_dialogue)
-    return "\n".join([
+    lines = [
         table(header, rows), "",
         ("4 documents, zero latency, C=16; token counts are exact and deterministic (the "
          "fake model counts words), so one run each. With turns=1 the multi-turn metrics "
          "are left out."),
         (f"growth: tokens/dialogue x{kn / k1:.2f} for turns x{tn / t1:.0f}; increments per "
          f"2 more turns: {', '.join(steps)} (constant = linear, growing = superlinear)"),
-        (f"least-squares fit tokens/dialogue = {a:.0f} + {b:.0f} T + {c:.1f} T^2; the T^2 "
-         f"term is {c * tn * tn / kn:.0%} of the total at T={tn}: every prompt grows "
-         f"linearly with the turns before it (history), so the dialogue's sum is quadratic "
-         f"with a small coefficient next to the per-turn cost of the document and "
-         f"templates"),
-    ])
+    ]
+    if len(per_dialogue) < 3:  # bench.py --tiny: too few sizes to fit
+        return "\n".join(lines)
+    a, b, c = quadratic_fit(per_dialogue)
+    return "\n".join([*lines, (
+        f"least-squares fit tokens/dialogue = {a:.0f} + {b:.0f} T + {c:.1f} T^2; the T^2 "
+        f"term is {c * tn * tn / kn:.0%} of the total at T={tn}: every prompt grows "
+        f"linearly with the turns before it (history), so the dialogue's sum is quadratic "
+        f"with a small coefficient next to the per-turn cost of the document and "
+        f"templates")])
 
 
 def startup_report(times: Mapping[str, list[float]], imports: Sequence[float],
-                   repeats: int) -> str:
+                   repeats: int, project: tuple[int, int] = (10, 20)) -> str:
     """Start-up time of each arm, the plugin's overhead (median of paired differences:
     the arms come in pairs, the plugin on and off) and its own import time."""
     arms = list(times)
@@ -190,10 +193,10 @@ def startup_report(times: Mapping[str, list[float]], imports: Sequence[float],
     main_diff = median([a - b for a, b in zip(times["with ragdive"], times["-p no:ragdive"])])
     arms_diff = median(times["with ragdive"]) - median(times["-p no:ragdive"])
     return "\n".join([
-        table(["200 trivial tests", "runs", "median ms", "min ms", "max ms",
+        table([f"{project[0] * project[1]} trivial tests", "runs", "median ms", "min ms", "max ms",
                "overhead ms (median of paired diffs)"], rows), "",
-        (f"`python -m pytest -q -p no:cacheprovider` in a project of 10 modules x 20 "
-         f"trivial tests; 'lean' adds {' '.join(PLUGINS_OFF[2:])} to both arms."),
+        (f"`python -m pytest -q -p no:cacheprovider` in a project of {project[0]} modules "
+         f"x {project[1]} trivial tests; 'lean' adds {' '.join(PLUGINS_OFF[2:])} to both arms."),
         (f"plugin start-up overhead: {main_diff * 1000:+.0f} ms (median of {repeats} paired "
          f"differences; medians of the arms differ by {arms_diff * 1000:+.0f} ms); "
          f"importing pytest_ragdive, .plugin and .session after pytest costs "

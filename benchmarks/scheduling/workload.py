@@ -40,13 +40,16 @@ _FACT = re.compile(r"^Fact: (.*)$", re.MULTILINE)
 
 
 def next_question(messages):
-    """About the fact the plugin chose for the turn, quoted as the evidence and the key."""
+    """About the fact the plugin chose for the turn, quoted as the evidence and the key.
+    The message names no document ("And the second fact about it?"): it leans on the
+    conversation, as the validator's exact checks require of a follow-up; its stand-alone
+    question names the document."""
     tag, turn = _where(messages)
     nth = ORDINALS[turn - 1]
     fact = _FACT.search(str(messages[-1]["content"]))
     evidence = fact.group(1) if fact else first_sentence(messages)
     return {
-        "rag_input": f"{tag}: and the {nth} fact about it?",
+        "rag_input": f"And the {nth} fact about it?",
         "standalone_question": f"What is the {nth} fact about the topic of {tag}, "
                                f"{max(evidence.split(), key=len)}?",
         "evidence": evidence,
@@ -68,7 +71,9 @@ def make_documents(n):
 
 
 class Bot:
-    """A RAG stand-in: waits ``latency`` seconds, answers with ``contexts`` passages."""
+    """A RAG stand-in: waits ``latency`` seconds, answers with ``contexts`` passages. It
+    keeps the conversation as chat RAG does: a follow-up ("And the second fact about
+    it?") is read with the first question, so answers and passages differ per document."""
 
     def __init__(self, latency, contexts, stamps=None):
         self.latency, self.contexts, self.stamps = latency, contexts, stamps
@@ -79,10 +84,11 @@ class Bot:
         if self.stamps is not None:
             self.stamps.append(asyncio.get_running_loop().time())
         turn = len(history) // 2 + 1
-        contexts = [f"Passage {i + 1} retrieved for {question!r}: opening hours change in "
+        query = f"{question} ({history[0].content})" if history else question
+        contexts = [f"Passage {i + 1} retrieved for {query!r}: opening hours change in "
                     f"winter and tickets are sold online." for i in range(self.contexts)]
         return ragdive.RagAnswer(
-            answer=f"Answer {turn}: about {question!r}, the knowledge base says that "
+            answer=f"Answer {turn}: about {query!r}, the knowledge base says that "
                    f"opening hours change in winter.",
             contexts=contexts,
         )
@@ -184,13 +190,13 @@ def make_project(root: Path, cfg: Config) -> Path:
     return project
 
 
-def make_startup_project(root: Path) -> Path:
-    """10 modules x 20 trivial non-ragdive tests."""
+def make_startup_project(root: Path, modules: int = 10, tests: int = 20) -> Path:
+    """``modules`` x ``tests`` trivial non-ragdive tests."""
     project = root / "startup"
     project.mkdir(exist_ok=True)
     (project / "pytest.ini").write_text("[pytest]\n")
-    for module in range(10):
-        body = "".join(f"def test_{module}_{n}():\n    pass\n\n\n" for n in range(20))
+    for module in range(modules):
+        body = "".join(f"def test_{module}_{n}():\n    pass\n\n\n" for n in range(tests))
         (project / f"test_trivial_{module}.py").write_text(body)
     return project
 
@@ -210,13 +216,37 @@ TOKENS = tuple(Config(f"turns={turns}", documents=4, turns=turns, model_latency=
                       adapter_latency=0.0, concurrency=16) for turns in (1, 3, 5, 7))
 
 
-def what_if(needed: int) -> list[Config]:
+@dataclass(frozen=True)
+class Sizes:
+    """What one run of the benchmark measures: every section's configurations."""
+
+    base: Config
+    concurrency: tuple[Config, ...]  # the first is ``base``; one has C=1
+    tokens: tuple[Config, ...]
+    startup: tuple[int, int]  # modules x trivial tests
+    what_if: bool = True  # False: only the base with every WHAT_IF patch
+
+
+FULL = Sizes(BASE, CONCURRENCY, TOKENS, (10, 20))
+#: ``--tiny``: each section once on 2 documents x 2 turns, in about a minute: whether the
+#: benchmark runs (tests/test_benchmarks.py), not a measurement
+_TINY_BASE = Config("C=1", documents=2, turns=2, model_latency=0.01, adapter_latency=0.005,
+                    concurrency=1)
+TINY = Sizes(_TINY_BASE, (_TINY_BASE,),
+             (replace(_TINY_BASE, label="turns=2", model_latency=0.0, adapter_latency=0.0),),
+             (2, 2), what_if=False)
+
+
+def what_if(needed: int, sizes: Sizes = FULL) -> list[Config]:
     """The base configuration as is, with the WHAT_IF patches, and at limit ``needed``."""
+    base = sizes.base
+    if not sizes.what_if:
+        return [replace(base, label="every patch", patch="import+freeze")]
     return [
-        replace(BASE, label="as is"),
-        replace(BASE, label="ragas imported in a thread at collection", patch="import"),
-        replace(BASE, label="  + gc.freeze() after the imports", patch="import+freeze"),
-        replace(BASE, label=f"C={needed} as is", concurrency=needed),
-        replace(BASE, label=f"C={needed} + import thread + gc.freeze()", concurrency=needed,
+        replace(base, label="as is"),
+        replace(base, label="ragas imported in a thread at collection", patch="import"),
+        replace(base, label="  + gc.freeze() after the imports", patch="import+freeze"),
+        replace(base, label=f"C={needed} as is", concurrency=needed),
+        replace(base, label=f"C={needed} + import thread + gc.freeze()", concurrency=needed,
                 patch="import+freeze"),
     ]

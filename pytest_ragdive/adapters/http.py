@@ -26,7 +26,7 @@ from .http_template import RequestBuilder
 from .http_transport import Endpoint, expand_headers
 
 if TYPE_CHECKING:
-    from typing_extensions import Self
+    from typing import Self
 
 
 class HttpAdapter:

@@ -81,7 +81,7 @@ async def _guarded(where: str, doing: str, context: str, timeout: float,
         result = await asyncio.wait_for(call, timeout)
         if inspect.isawaitable(result):  # a plain function that returned a coroutine
             result = await asyncio.wait_for(result, timeout)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         raise DialogueError(
             f"{where} did not {doing} within {timeout:g} s (raise ragdive_adapter_timeout if "
             f"it is just slow)"

@@ -119,7 +119,7 @@ _SUFFIX = re.compile(r"(?:ship|ing|ion|ed|er|or|es|e|s)$")
 def stem(word: str) -> str:
     """``word`` with its endings taken off while three letters stay ("ownership", "owned" ->
     "own"; "operator", "operates" -> "operat"): words of one family, for choosing which part
-    of an answer key a question asks (:func:`.facts.key_parts`)."""
+    of an answer key a question asks (:func:`.answer_keys.key_parts`)."""
     word = singular(word.removesuffix("'s"))
     while (cut := _SUFFIX.sub("", word)) != word and len(cut) >= 3:
         word = cut

@@ -20,10 +20,11 @@ from .evaluator import evaluate
 from .judges import Judges
 from .models import Dialogue, Document, DocumentGroup, Message, Turn
 from .openers import Opener, opener_for
+from .profiles import Profiles, scope
 from .settings import check_all, default, scored_metrics
 from .switching import needs_group
 from .turns import next_turn
-from .validator import asks_model
+from .validator import model_checks
 
 T = TypeVar("T")
 
@@ -51,6 +52,7 @@ async def arun_dialogue(
     dialogue_timeout: float = default("dialogue_timeout"),
     progress: Progress | None = None,
     openers: Sequence[Opener] = (),
+    profiles: Profiles | None = None,
 ) -> Dialogue:
     """Hold a ``turns``-turn conversation about ``document`` (or a group of documents that
     it moves between, :mod:`.groups`) with ``adapter`` and score it.
@@ -64,7 +66,9 @@ async def arun_dialogue(
     ``max_regenerations`` attempts does, the latest whose only fault is not leaning on the
     conversation. ``seed`` seeds the generator's sampling; a new seed gives
     a new conversation, the same seed replays the cached one. With ``openers`` (real users'
-    first messages, :mod:`.openers`), turn 1 is one of them, drawn by seed.
+    first messages, :mod:`.openers`), turn 1 is one of them, drawn by seed. ``profiles``
+    (:mod:`.profiles`; default: the shipped ones) say what each judge model is trusted with:
+    the metrics left out, the validator's checks, the thresholds, the rewritten messages.
     """
     check_all(
         {"turns": turns, "role": role, "max_regenerations": max_regenerations,
@@ -73,23 +77,24 @@ async def arun_dialogue(
          "dialogue_timeout": dialogue_timeout},
         "arun_dialogue",
     )  # before any model call
+    profiles = profiles or Profiles()
     chosen = scored_metrics(tuple(metrics) if metrics is not None else None, turns,
-                            "arun_dialogue", judges.models["evaluator"].name, role)
+                            "arun_dialogue", judges.models["evaluator"].name, role, profiles)
     group = DocumentGroup.of(document)
     needs_group(role, group, "arun_dialogue")
     client = client or LLMClient(ResponseCache(Path(cache_dir), record_mode))
     dialogue = Dialogue(document_id=group.id, role=role, seed=seed)
     report = progress or (lambda doc, turn, stage: None)
-    with usage_scope(dialogue.usage):
+    with usage_scope(dialogue.usage), scope(profiles):
         try:
             await asyncio.wait_for(
                 _converse(dialogue, group, adapter, judges, client, turns, max_regenerations,
-                          validation, asks_model(judges.models["validator"], validator_checks),
+                          validation, model_checks(judges.models["validator"], validator_checks),
                           seed, adapter_timeout, report, chosen,
                           opener_for(openers, group, seed)),
                 dialogue_timeout,
             )
-        except asyncio.TimeoutError:
+        except TimeoutError:
             dialogue.errors["dialogue"] = (
                 f"the dialogue did not finish within {dialogue_timeout:g} s "
                 f"(stopped after {len(dialogue.turns)} turns); raise the dialogue timeout "
@@ -112,7 +117,7 @@ async def _converse(
     turns: int,
     max_regenerations: int,
     validation: str,
-    model_checks: bool,
+    checks: dict[str, float],
     seed: int,
     adapter_timeout: float,
     report: Progress,
@@ -125,7 +130,7 @@ async def _converse(
         candidate, rejections, validated = await next_turn(
             dialogue, group, index, judges=judges, client=client,
             max_regenerations=max_regenerations, validation=validation,
-            model_checks=model_checks, seed=seed,
+            model_checks=checks, seed=seed,
             report=functools.partial(report, group.id, index), opener=opener,
         )
         report(group.id, index, "answer")

@@ -12,6 +12,10 @@ from .models import Document
 
 SUFFIXES = (".md", ".txt", ".jsonl")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+#: the longest document a conversation is held about: every prompt of the generator and
+#: the validator holds the whole document, and past this (about 250,000 tokens) it is more
+#: than the usual judge models take, and a knowledge base rather than one topic
+MOST_CHARACTERS = 1_000_000
 
 
 def safe_id(text: str) -> str:
@@ -54,6 +58,12 @@ def check_unique(documents: Iterable[Document]) -> list[Document]:
         if not doc.text.strip():
             raise ValueError(f"document {doc.id!r} has no text: a conversation needs "
                              f"something to talk about")
+        if len(doc.text) > MOST_CHARACTERS:
+            raise ValueError(
+                f"document {doc.id!r} has {len(doc.text):,} characters (about "
+                f"{len(doc.text) // 4:,} tokens), over the {MOST_CHARACTERS:,} a "
+                f"conversation is held about: every generator and validator prompt holds "
+                f"the whole document; split it into documents of one topic each")
         if doc.id in seen:
             raise ValueError(f"two documents have the id {doc.id!r}; ids must be unique")
         seen[doc.id] = doc

@@ -6,7 +6,8 @@ scored only on their turns: ``premise_corrected`` on those that state a false pr
 ``clarified`` on those whose question has several readings; ``faithfulness``,
 ``context_precision`` and ``context_recall`` are ragas 0.4.3 metrics whose model
 calls go through the same :class:`~pytest_ragdive.llm.LLMClient` and cache. The binary
-judges' questions are in :mod:`.questions`. A dialogue's score is the mean over its turns; a
+judges' questions are in :mod:`.questions`, the P(yes) from which each answer is yes in the
+evaluator model's judge profile (:mod:`.profiles`). A dialogue's score is the mean over its turns; a
 turn that cannot be scored makes the metric an error of the dialogue, not a mean over the
 others.
 """
@@ -22,6 +23,7 @@ from ..llm.errors import ModelError, ReplyError
 from ..llm.model import Model
 from .metrics import MULTI_TURN_METRICS, ROLE_METRICS, ROLE_TURNS
 from .models import Dialogue, DocumentGroup, Judgement, Turn
+from .profiles import of as profile_of
 from .questions import EXACT_YES, JUDGES, combine, judge_prompts, shown
 from .ragas_metrics import RAGAS_METRICS, RagasMetrics
 
@@ -146,7 +148,7 @@ def _judge_job(
             client.yes_probability(model, [{"role": "user", "content": prompt}])
             for prompt in judge_prompts(metric, turn, earlier, subject)
         ))
-        yes = combine(metric, answers) >= judge.threshold
+        yes = combine(metric, answers) >= profile_of(model).threshold(metric)
         return Judgement(score=float(yes == judge.yes_scores_one),
                          reason=f"{judge.yes if yes else judge.no} "
                                 f"({shown(metric, turn, answers)})")

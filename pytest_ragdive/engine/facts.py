@@ -4,9 +4,11 @@ Left to choose, a small generator asks the same thing again and again (the examp
 tram-network dialogue asked its first question three times). So the plugin chooses: a
 sentence of the document that no turn used yet, drawn by seed among those that share a
 word with the last turn (so that the follow-up can lean on it), else among all unused ones.
-Of one document, it first keeps the unused facts that the other documents of its knowledge
-base state most alike (:func:`look_alikes`): their follow-ups need the conversation to say
-which service, product or place they are about.
+Of one document loaded with others, it first keeps the unused facts of a kind not asked yet
+(:mod:`.kinds`: an operator, a start date, fares ...), whose follow-up names nothing ("Who
+runs it?"); without one, those about the subject that the other documents of its knowledge
+base state most alike (:func:`shared_kinds`, :func:`look_alikes`): their follow-ups need the
+conversation to say which service, product or place they are about.
 
 In a conversation about a group of documents (:mod:`.groups`) the plugin also chooses the
 document: a follow-up asks about a document no turn asked about yet while there is one
@@ -20,6 +22,7 @@ so those roles have no cross-document turns.
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 import re
@@ -27,122 +30,47 @@ from collections.abc import Callable, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
+from .answer_keys import subject_of
 from .checks import (
     content_words,
-    numbers,
     singular,
-    stem,
     supporting_sentences,
     word_weights,
     words,
 )
+from .kinds import unasked_kind
 from .models import Document, DocumentGroup, GeneratedTurn, Turn
 
 _CLAUSE = re.compile(r"(?<=[.!?])\s+|;\s+")
-#: a verb that may begin a part of an answer key that leaves out its subject
-_VERB = r"(?:is|are|was|were|has|have|had|can|costs?|takes?|runs?|opens?|closes?|[a-z]+ed)\b"
-#: where an answer key's parts meet: a sentence's end, a semicolon, a colon, a comma (with
-#: "and" after it), or an "and" before a phrase with a figure ("... 350 g water and 10 g
-#: salt") or before a verb ("... and is valid for 90 minutes"), and before a condition
-#: ("... by Pedalwerk until the end of 2028"); the joint is kept
-_KEY_PART = re.compile(r"((?<=[.!?])\s+(?=[A-Z])|;\s+|:\s+|,\s+(?:and\s+)?"
-                       rf"|\s+and\s+(?=(?:a |an |the )?[\w.,-]*\d|{_VERB})"
-                       r"|\s+(?=(?:until|depending on|including|except)\b))")
-_BARE = {"yes", "no"}
-_SEVERAL = re.compile(r"\b(?:and|or)\b", re.IGNORECASE)
-#: a range's first end: its "and" or "until" does not cut ("between 2.00 and 7.50 marks")
-_BETWEEN = re.compile(r"\b(?:between|from)\s+\S+$")
-_QUESTION_WORD = re.compile(r"\b(?:what|which|who|whom|whose|when|where|why|how)\b", re.IGNORECASE)
-#: a part that renames the one before it ("the company that runs the ferries")
-_APPOSITIVE = re.compile(r"(?:the|an?)\s+[^,]*?\b(?:that|who|which)\b")
-_DIGIT = re.compile(r"\d")
-#: a question whose answer is a figure: an amount, a count, a duration, a time or a date
-_ASKS_FIGURE = re.compile(r"\bhow\s+(?:much|many|long|often|old|far|early|late|soon)\b|\bwhen\b"
-                          r"|\b(?:what|which)\s+(?:year|time|date|day|hours?|price|fee)\b",
-                          re.IGNORECASE)
 _LOWER = re.compile(r"(?<![\w'-])[a-z][a-z'-]*")
+_NAME = re.compile(r"(?<![\w'-])[A-Z][\w'-]*")
+#: the most facts :func:`facts` gives of one document (about 20 KB of text): a sample of a
+#: longer one
+MOST_FACTS = 200
 #: the chance that a follow-up in a group, once every document was asked about, uses two
 CROSS_SHARE = 0.5
 
 
 def facts(document: Document) -> list[str]:
     """The document's sentences and semicolon clauses of at least four words, headings
-    left out."""
-    lines = [line for line in document.text.splitlines() if not line.lstrip().startswith("#")]
-    return [c.strip() for c in _CLAUSE.split(" ".join(lines)) if len(words(c)) >= 4]
+    left out. Of a document with more than :data:`MOST_FACTS` (a long manual, an export),
+    its distinct ones sampled from the whole, every k-th in order, the same in every run:
+    a dialogue asks about a handful, and choosing one compares facts with each other
+    (:func:`next_fact`, :mod:`.readings`), at a cost that grew with the square of the
+    document's length."""
+    return list(_facts(document.text))
 
 
-def _pieces(answer_key: str) -> list[str]:
-    """The answer key cut where its parts meet (:data:`_KEY_PART`); a piece with neither a
-    figure nor two words of content goes with the one before it, a bare "Yes" or "No" with
-    the one after it."""
-    cut = _KEY_PART.split(answer_key.strip())
-    pieces: list[str] = []
-    for piece, joint in zip(cut[::2], [""] + cut[1::2]):
-        piece = piece.strip()
-        if not piece.strip("."):
-            continue
-        if pieces and (set(words(pieces[-1])) <= _BARE or _BETWEEN.search(pieces[-1])
-                       or not (_DIGIT.search(piece) or len(content_words(piece)) >= 2)):
-            pieces[-1] += joint.rstrip() + " " + piece
-        else:
-            pieces.append(piece)
-    return [p.strip(" .") for p in pieces]
-
-
-def _shared(question: AbstractSet[str], part: str) -> int:
-    """How many of the ``question``'s words (stems, :func:`.checks.stem`) ``part`` holds."""
-    return len(question & {stem(w) for w in content_words(part)})
-
-
-def _subject(part: str) -> str:
-    """What ``part`` is about: its words before its first verb ("A single ticket costs ..."
-    -> "A single ticket")."""
-    verb = re.search(rf"\b{_VERB}", part)
-    return part[:verb.start()] if verb else part
-
-
-def key_parts(answer_key: str, question: str) -> list[str]:
-    """The parts of an answer key that a right reply to ``question`` must each state.
-
-    The key is cut at sentences, semicolons, colons, commas, an "and" before a figure or a
-    verb ("costs 2.40 marks and is valid for 90 minutes") and a condition ("until ..."). A question that asks several
-    things ("and", "or", or two question words) must have the first part and each part that
-    shares a word with the question ("450 g bread flour, 50 g wholemeal flour and 10 g salt" -> three).
-    A question that asks one thing must have one: a key that quotes a whole sentence holds
-    clauses nobody asked for ("..., 90 of them electric" for "When was the club founded?").
-    That part is one with a figure when the question asks for one ("How much ...?", "When
-    ...?") and the key has one, then the one that shares the most of the question's common
-    (lower-case) words, then of its names (which say what it is about, not what it asks), the first on a tie;
-    never a part that renames the one before ("the company that ...") or that the question
-    states whole while another part holds what it asks ("When does Line 3 run every 4
-    minutes?"). A part without its subject ("... and is valid for 90 minutes") is read with
-    the subject of the one before, and a short first part that shares no word with the
-    question is the answer ("3 years, if ...")."""
-    parts = _pieces(answer_key) or [answer_key]
-    asked = {stem(w) for w in content_words(question)}
-    if _SEVERAL.search(question) or len(_QUESTION_WORD.findall(question)) >= 2:
-        return [p for i, p in enumerate(parts) if i == 0 or _shared(asked, p)]
-    read = [f"{_subject(parts[i - 1])} {p}" if i and re.match(_VERB, p) else p
-            for i, p in enumerate(parts)]
-    own = [{stem(w) for w in content_words(p)} for p in parts]
-    held = [asked & {stem(w) for w in content_words(r)} for r in read]
-    figures = set(numbers(question))
-
-    def stated(i: int) -> bool:  # whole in the question, with a figure or beside what is asked
-        return (own[i] <= asked and figures.issuperset(numbers(parts[i]))
-                and (bool(numbers(parts[i]))
-                     or any(held[j] - own[i] for j in range(len(parts)) if j != i)))
-
-    if len(content_words(parts[0])) < 3 and not held[0] and not stated(0):
-        return parts[:1]
-    common = {stem(w) for w in content_words(" ".join(_LOWER.findall(question)))}
-    figure = bool(_ASKS_FIGURE.search(question))
-    score = [(False, False, -1, -1) if i and _APPOSITIVE.match(p) else
-             (not stated(i), not figure or bool(numbers(p)), len(held[i] & common),
-              len(held[i] - common))
-             for i, p in enumerate(parts)]
-    return [parts[score.index(max(score))]]
+@functools.lru_cache(maxsize=64)
+def _facts(text: str) -> tuple[str, ...]:
+    """:func:`facts` of a document's text, kept: it is asked at every attempt of a turn."""
+    lines = [line for line in text.splitlines() if not line.lstrip().startswith("#")]
+    every = [c.strip() for c in _CLAUSE.split(" ".join(lines)) if len(words(c)) >= 4]
+    if len(every) <= MOST_FACTS:
+        return tuple(every)
+    distinct = list(dict.fromkeys(every))  # boilerplate, table rows: once each
+    step = max(len(distinct) / MOST_FACTS, 1.0)
+    return tuple(distinct[int(i * step)] for i in range(min(MOST_FACTS, len(distinct))))
 
 
 def quotes(turn: GeneratedTurn) -> list[str]:
@@ -192,8 +120,32 @@ def look_alikes(pool: list[str], document: Document) -> list[str]:
         return math.fsum(weight[w] for w in own) / max(len(own), 1)
 
     scores = {f: rarity(f) for f in pool}
-    cut = sorted(scores.values())[(len(pool) - 1) // 2]
+    # by the pool, which may hold a sentence twice (boilerplate), not by the distinct ones
+    cut = sorted(scores[f] for f in pool)[(len(pool) - 1) // 2]
     return [f for f in pool if scores[f] <= cut]
+
+
+def shared_kinds(pool: list[str], document: Document) -> list[str]:
+    """The facts of ``pool`` about the document's subject, of a kind another document
+    states too: what comes before the fact's verb names nothing but the subject ("It is
+    operated by ...", not "The Tern carries ..."), and another document holds at least half
+    of its words, names, figures and the subject's words left out ("The scheme is operated
+    by the company Pedalwerk" among services that each name an operator, not "Every station
+    has a solar panel"). Asked with the subject put as "it", such a question can be
+    answered only by a bot that knows which one the conversation is about."""
+    if not document.others:
+        return pool
+    subject = _kind_words(document.subject or "")
+    others = [_kind_words(text) for text in document.others]
+    own_names = {w.lower() for w in _NAME.findall(document.subject or "")}
+
+    def shared(fact: str) -> bool:
+        named = {w.lower() for w in _NAME.findall(subject_of(fact)[1:])} - own_names
+        own = _kind_words(fact, subject)
+        return (not named and bool(own)
+                and any(2 * len(own & theirs) >= len(own) for theirs in others))
+
+    return [f for f in pool if shared(f)]
 
 
 def next_fact(document: Document, history: Sequence[Turn], seed: int,
@@ -202,7 +154,8 @@ def next_fact(document: Document, history: Sequence[Turn], seed: int,
     """The fact the next turn asks about (see the module); with ``eligible``, one it
     accepts where the document has any (one that holds a figure, for a false premise,
     :mod:`.premises`; one with readings, :mod:`.readings`); with ``about``, one related to
-    that text instead of to the last turn; with ``alike``, one of :func:`look_alikes`."""
+    that text instead of to the last turn; with ``alike``, one of a kind not asked yet, else
+    one of :func:`look_alikes`."""
     every = facts(document) or [document.text.strip()]
     if eligible is not None:
         every = [f for f in every if eligible(f)] or every
@@ -211,8 +164,10 @@ def next_fact(document: Document, history: Sequence[Turn], seed: int,
     draw = random.Random(f"{document.id}|{seed}|{len(history)}")
     if not history:
         return draw.choice(pool)
-    if alike:
-        pool = look_alikes(pool, document)
+    if alike and document.others:
+        asked = [t.generated.rag_input for t in history]
+        pool = ([f for f in pool if unasked_kind(f, asked)]
+                or look_alikes(shared_kinds(pool, document) or pool, document))
     vocabulary = [set(content_words(f)) for f in every]
     last = history[-1]
     if about is None:

@@ -41,6 +41,8 @@ _QUANTIFIERS = frozenset(["every", "each", "all", "any", "some", "no", "both", "
 #: words before a noun that ask which one it is: "What line circles the old town?"
 _INTERROGATIVE = frozenset(["what", "which", "whose", "how"])
 _BE_HAVE = frozenset(["is", "are", "was", "were", "has", "have", "had"])
+#: at most this many phrases of a message are put as pronouns by :func:`unnamed`
+_UNNAMED_PASSES = 2
 _AUXILIARIES = frozenset(["did", "does", "do", "can", "could", "will", "would", "should", "may",
                           "might", "must", "shall"])
 
@@ -96,6 +98,17 @@ def told_apart(message: str, document: Document) -> str | None:
             f"those words")
 
 
+def names_its_topic(question: str, document: Document) -> str | None:
+    """None when a first question tells its document apart from the documents it was
+    loaded with (its words alone pick it out, :func:`~.checks.singles_out`); else what to
+    fix. "What is the name of the ferry?" where the knowledge base has two ferries leaves
+    even a bot that keeps the conversation guessing, at turn 1 and at every "it" after."""
+    if not document.others or singles_out(question, document.text, document.others):
+        return None
+    return ("the question could be about several of the services or topics a user could "
+            "mean; name the one it asks about, as a user who starts a conversation does")
+
+
 def is_question(message: str) -> bool:
     """A message a user types to ask: at least two words and a question mark."""
     return message.rstrip().endswith("?") and len(words(message)) >= 2
@@ -126,8 +139,43 @@ def follow_up(message: str, standalone: str, said: Sequence[str], last: Sequence
     sent = chat_message(message, standalone, said, last)
     if subject is None or depends_on_conversation(sent, standalone, said):
         return sent, standalone
-    anchored = f"About {subject}: {standalone}"
-    return (sent if depends_on_conversation(sent, anchored, said) else message), anchored
+    about = anchored(subject, standalone)
+    return (sent if depends_on_conversation(sent, about, said) else message), about
+
+
+def unnamed(message: str, said: Sequence[str], document: Document) -> str:
+    """``message`` with each phrase that tells ``document`` apart from the documents it was
+    loaded with (:func:`~.checks.singles_out`) put as a pronoun, where the conversation has
+    said that phrase: after an answer that named the Tern, "How many passengers does the
+    Tern carry?" becomes "How many passengers does it carry?". A message that names what
+    only its document holds is answered as well by a bot that kept no history, so it tests
+    nothing about the conversation. A phrase the conversation did not say stays: "it"
+    would then refer to nothing, and the validator sends the turn back."""
+    spoken = {singular(w) for text in said for w in content_words(text)}
+    for _ in range(_UNNAMED_PASSES):
+        named = {singular(w) for w in singles_out(message, document.text, document.others)}
+        if not named:
+            break
+
+        def rank(tokens: list[str], begin: int, end: int) -> tuple[int, ...] | None:
+            meaning = {singular(w) for w in content_words(" ".join(tokens[begin:end]))}
+            hit = meaning & named
+            if begin and tokens[begin - 1].lower() in _QUANTIFIERS | _INTERROGATIVE:
+                return None  # "which boat" is not "which it"
+            if not hit or not meaning - _GENERIC <= spoken:
+                return None
+            return (len(hit), len(meaning))
+
+        shorter = put_pronoun(message, rank)
+        if shorter is None:
+            break
+        message = shorter
+    return message
+
+
+def anchored(subject: str, standalone: str) -> str:
+    """``standalone`` saying what the conversation is about."""
+    return f"About {subject}: {standalone}"
 
 
 def about_subject(standalone: str) -> bool:

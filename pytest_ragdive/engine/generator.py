@@ -9,10 +9,12 @@ from pydantic import BaseModel
 from ..llm.client import LLMClient
 from ..llm.model import Model
 from .facts import Asked, next_facts
-from .follow_ups import follow_up, said_before
+from .follow_ups import anchored, depends_on_conversation, follow_up, said_before, unnamed
+from .kinds import unasked_kind
 from .models import Document, DocumentGroup, GeneratedTurn, Turn
 from .premises import ROLE as MISTAKEN
 from .premises import false_premise, figures
+from .profiles import rewrites
 from .readings import ROLE as VAGUE
 from .readings import answer_key, vague_facts, vague_message
 from .switching import ROLE as SWITCHING
@@ -87,7 +89,9 @@ async def generate_turn(
     real user's first message, is turn 1's message as it is (:mod:`.openers`). A follow-up
     asks about the fact :func:`~.facts.next_facts` chooses (``seed`` differs per attempt),
     and its message is the model's when it leans on the conversation, else its stand-alone
-    question made to refer back (:mod:`~pytest_ragdive.engine.follow_ups`). In the role
+    question made to refer back, and about one document, without the phrases the
+    conversation said that tell its document apart from its look-alikes
+    (:mod:`~pytest_ragdive.engine.follow_ups`). In the role
     ``mistaken``, a follow-up's fact holds a figure, and its message states the fact with
     that figure changed before it asks (:mod:`.premises`). In the role ``vague``, its fact
     is one of several that answer one question with different figures, and its message is
@@ -115,6 +119,10 @@ async def generate_turn(
     of = group.get(asked.sources[0]) if asked and len(asked.sources) == 1 else None
     subject = of.subject if of else None
     premise = false_premise(fact, seed) if role == MISTAKEN and history else None
+    # a fact of a kind its look-alikes share is asked by its kind, naming nothing (.kinds)
+    kind = (unasked_kind(fact, [t.generated.rag_input for t in history])
+            if asked and not many and role not in (MISTAKEN, VAGUE)
+            and group.documents[0].others else None)
     about = ({"sources": [(d.id, d.text) for d in group.documents],
               "names": " or ".join(f'"{d.id}"' for d in group.documents),
               "facts": list(zip(asked.sources, asked.facts)) if asked else []}
@@ -126,6 +134,7 @@ async def generate_turn(
         history=history_view(history),
         subject=subject,
         opener=opener if not history else None,
+        message=kind,
         index=len(history) + 1,
         feedback=feedback,
         **about,
@@ -159,8 +168,16 @@ async def generate_turn(
     said, last = said_before(history), said_before(history[-1:])
     if premise:
         said, last = [*said, premise], [premise]
-    message, standalone = follow_up(nxt.rag_input, nxt.standalone_question, said, last,
-                                    subject)
+    if kind:
+        message, standalone = kind, nxt.standalone_question
+        if subject and not depends_on_conversation(message, standalone, said):
+            standalone = anchored(subject, standalone)
+    else:
+        message, standalone = (follow_up(nxt.rag_input, nxt.standalone_question, said, last,
+                                         subject) if rewrites(model)
+                               else (nxt.rag_input, nxt.standalone_question))
+    if not many and not premise and rewrites(model):  # a premise states its fact in full
+        message = unnamed(message, said, group.documents[0])
     turn = GeneratedTurn(**{**nxt.model_dump(), "rag_input": message,
                             "standalone_question": standalone, "evidence": fact})
     if many:

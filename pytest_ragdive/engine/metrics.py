@@ -21,9 +21,3 @@ ROLE_METRICS: dict[str, str] = {"premise_corrected": "mistaken", "clarified": "v
 #: A role's metric -> the field of a generated turn that, when set, makes a turn it scores:
 #: a false premise (role mistaken), readings (role vague).
 ROLE_TURNS: dict[str, str] = {"premise_corrected": "premise", "clarified": "readings"}
-#: Judge model -> what it judged at chance on labelled cases (benchmarks/README.md): metrics
-#: left out of the default set when it evaluates (chosen explicitly, they run), and
-#: "validator" when its validator checks are not asked by default.
-AT_CHANCE: dict[str, tuple[str, ...]] = {
-    "embedded/qwen2.5-coder-1.5b": ("context_recall", "context_retention", "validator"),
-}

@@ -1,6 +1,7 @@
 """The binary judges: each judgement's yes/no question, its prompts, and how its answers
-combine into one P(yes) (:class:`BinaryJudge`). Thresholds are calibrated on the labelled
-cases of ``benchmarks/judges/`` (``benchmarks/judges.py``)."""
+combine into one P(yes) (:class:`BinaryJudge`). The P(yes) from which an answer is yes is
+the judge model's, in its profile (:mod:`.profiles`), calibrated on the labelled cases of
+``pytest_ragdive/judge_cases`` (``python -m pytest_ragdive calibrate``)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .facts import key_parts
+from .answer_keys import key_parts
 from .models import Turn
 from .premises import changed_figure
 from .readings import answers_each
@@ -26,7 +27,7 @@ class BinaryJudge:
     1 - P(yes | negation)), or also asked about the answer key in place of the reply
     (``against_key``; the reply's P(yes) as a share of the key's), so that a question
     the model is unsure of for any answer does not read as a bad reply (:func:`combine`).
-    ``per_part`` asks besides, of each part of the answer key (:func:`~.facts.key_parts`),
+    ``per_part`` asks besides, of each part of the answer key (:func:`~.answer_keys.key_parts`),
     whether the reply states it; the least P(yes) of all is the answer, so that a long
     reply can neither bury a wrong figure nor leave a part out.
     Each question is narrow enough for a 1.5B model to answer, unlike "did the
@@ -37,7 +38,9 @@ class BinaryJudge:
     yes: str  # the reason given when the answer is yes
     no: str
     yes_scores_one: bool  # keeps the paper's direction: forgetfulness 1 is "forgot"
-    threshold: float  # P(yes) from which the answer is yes, calibrated on labelled cases
+    #: the embedded model's threshold, which every model had before judge profiles: what
+    #: its shipped profile holds, and part of the prompts' digest that bands record
+    threshold: float
     negation: str | None = None
     against_key: bool = False
     per_part: str | None = None  # the question of one part of the answer key ("{part}")

@@ -10,7 +10,7 @@ from typing import Any
 from ..llm.client import LLMClient
 from ..llm.library import freeze_imports, import_litellm
 from ..llm.model import Model
-from ..llm.stand_in import stand_in
+from ..llm.stand_in import mark_failed_attempts, stand_in
 from .models import Judgement, Turn
 
 RAGAS_METRICS = ("faithfulness", "context_precision", "context_recall")
@@ -44,6 +44,7 @@ class RagasMetrics:
         from ragas.metrics.collections import ContextPrecision, ContextRecall, Faithfulness
 
         freeze_imports("ragas")
+        self.client = client
 
         # JSON_SCHEMA: instructor sends ragas' messages as they are and the schema as data
         # (response_format json_schema; at instructor 1.3.7 json_object with a schema), never
@@ -78,7 +79,11 @@ class RagasMetrics:
         async def job() -> Judgement:
             if not contexts:
                 return Judgement(reason="not scored: the RAG returned no contexts", by_bot=True)
-            result = await self.metrics[metric].ascore(**kwargs)
+            try:
+                result = await self.metrics[metric].ascore(**kwargs)
+            except Exception as exc:
+                mark_failed_attempts(self.client, exc)  # asked again on the next run
+                raise
             value = result.value
             if value is None or not math.isfinite(float(value)):
                 return Judgement(reason=f"not scored: ragas found nothing to judge ({metric})")

@@ -13,10 +13,13 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import PurePath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..llm.structured import STRUCTURED_OUTPUTS
-from .metrics import AT_CHANCE, METRICS, MULTI_TURN_METRICS, ROLE_METRICS
+from .metrics import METRICS, MULTI_TURN_METRICS, ROLE_METRICS
+
+if TYPE_CHECKING:
+    from .profiles import Profiles
 
 #: The roles shipped as prompt templates (``prompts/roles``).
 BUILTIN_ROLES = ("precise", "context-aware", "forgetful", "skeptic", "mistaken", "vague",
@@ -84,8 +87,9 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
     Setting("metrics", tuple, EVERY_ROLE, "metrics to score (default: the six of RAG-DIVE, "
             "and premise_corrected in role mistaken and clarified in role vague, the only ones "
             "they may be chosen in; with one "
-            "turn, the multi-turn ones are left out, and so are those the judge model measured "
-            "at chance: context_recall and context_retention on the embedded model)",
+            "turn, the multi-turn ones are left out, and so are those the evaluator's judge "
+            "profile measured at chance (docs/judges.md): faithfulness, context_precision, "
+            "context_recall and context_retention on the embedded model)",
             (MARKER, INI, DIALOGUE), choices=tuple(METRICS)),
     Setting("max_regenerations", int, 3, "validator rejections allowed per turn",
             (MARKER, INI, DIALOGUE), minimum=0),
@@ -93,9 +97,10 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
             "attempt; once: it checks one per turn, as in the RAG-DIVE paper",
             (MARKER, INI, DIALOGUE), choices=("until_valid", "once")),
     Setting("validator_checks", str, "auto", "the validator model's yes/no checks: auto asks "
-            "them of any model but the embedded one, whose answers measured at chance "
-            "(benchmarks/README.md), so there the exact checks alone validate; all or exact "
-            "(none) whatever the model", (MARKER, INI, DIALOGUE),
+            "those its judge profile measured informative (docs/judges.md): none on the "
+            "embedded model, whose answers measured at chance, so there the exact checks alone "
+            "validate, and every one on a model with no profile; all or exact (none) whatever "
+            "the model", (MARKER, INI, DIALOGUE),
             choices=("auto", "all", "exact")),
     Setting("runs", int, 3, "baseline runs per item on --ragdive-update", (CLI, MARKER, INI),
             minimum=1, ini_name="ragdive_baseline_runs", metavar="N"),
@@ -146,6 +151,10 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
             "generator's)", (INI,)),
     Setting("evaluator_model", str, "", "litellm model of the evaluator (default: the "
             "generator's)", (INI,)),
+    Setting("profiles", str, "", "the judge profile file (written by python -m "
+            "pytest_ragdive calibrate, relative to the rootdir): its models' profiles replace "
+            "the shipped ones; a model with none is uncalibrated, judged at the plain reading "
+            "with every check asked (docs/judges.md)", (INI,), form="a path to a .json file"),
     Setting("record_mode", str, "new", "response cache: none replays only, new records "
             "misses, all records every call again", (CLI, INI, DIALOGUE),
             choices=("none", "new", "all")),
@@ -162,9 +171,15 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
             "json_schema, json_object, tools, text for a server that misreports", (INI,),
             choices=STRUCTURED_OUTPUTS),
     Setting("retries", int, 4, "attempts after the first for a call that failed for a "
-            "reason that may pass (rate limit, connection, timeout, 5xx)", (INI,), minimum=0),
+            "reason that may pass (connection, timeout, other 5xx); a provider that says it is "
+            "busy (429, 503, 529) is retried within ragdive_retry_budget instead", (INI,),
+            minimum=0),
     Setting("retry_wait", float, 30.0, "the longest wait between two attempts, in seconds "
             "(a provider that asks for longer with Retry-After fails the call, saying so)", (INI,), minimum=0),
+    Setting("retry_budget", float, 300.0, "the seconds one call may wait between its "
+            "attempts in all (jittered backoff, or the provider's Retry-After); a call whose "
+            "next wait would pass it fails, naming this setting. Meanwhile the calls in flight "
+            "to a busy provider are halved, and grow back as it answers", (INI,), minimum=0),
     Setting("call_timeout", float, 120.0, "seconds per model call", (INI,), **_SECONDS),
     Setting("adapter_timeout", float, 120.0, "seconds per answer of the RAG adapter",
             (INI, DIALOGUE), **_SECONDS),
@@ -275,19 +290,24 @@ def check_all(values: Mapping[str, Any], where: str) -> dict[str, Any]:
 
 def scored_metrics(
     metrics: tuple[str, ...] | None, turns: int, where: str, judge: str | None = None,
-    role: str = "precise",
+    role: str = "precise", profiles: Profiles | None = None,
 ) -> tuple[str, ...]:
     """The metrics a dialogue of ``turns`` turns in ``role`` scores, in the canonical order.
 
     Left unchosen, they are those of every role and the role's own (``ROLE_METRICS``),
-    less the multi-turn ones in a one-turn dialogue and those that the ``judge`` model
-    measured at chance (``AT_CHANCE``); chosen explicitly, a multi-turn one is an error in
-    one turn, and a role's own metric in another role.
+    less the multi-turn ones in a one-turn dialogue and those that the ``judge`` model's
+    profile (among ``profiles``, else the shipped ones) measured at chance; chosen
+    explicitly, a multi-turn one is an error in one turn, and a role's own metric in
+    another role.
     """
     own = tuple(m for m, r in ROLE_METRICS.items() if r == role)
     if metrics is None:
-        chosen = tuple(m for m in (*default("metrics"), *own)
-                       if m not in AT_CHANCE.get(judge or "", ()))
+        at_chance: dict[str, Any] = {}
+        if judge:
+            from .profiles import Profiles
+
+            at_chance = (profiles or Profiles()).of(judge).left_out()
+        chosen = tuple(m for m in (*default("metrics"), *own) if m not in at_chance)
     else:
         chosen = check("metrics", metrics, where)
         foreign = sorted(m for m in chosen if m in ROLE_METRICS and m not in own)

@@ -3,11 +3,12 @@ with the validator's feedback, up to ``max_regenerations`` times."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from ..llm.client import LLMClient
 from ..llm.errors import ReplyError
 from .errors import DialogueError, GenerationError
+from .exhausted import nothing_left
 from .follow_ups import is_question
 from .generator import generate_turn
 from .judges import Judges
@@ -29,7 +30,7 @@ async def next_turn(
     client: LLMClient,
     max_regenerations: int,
     validation: str,
-    model_checks: bool,
+    model_checks: Mapping[str, float],
     seed: int,
     report: Callable[[str], None],
     opener: str | None = None,
@@ -37,7 +38,8 @@ async def next_turn(
     """Turn ``index`` of ``dialogue``: the accepted attempt, the rejected ones before it, and
     whether it was validated (under ``validation="once"`` only a turn's first attempt is
     checked). ``report(stage)`` is called as the turn advances; ``opener`` is a real user's
-    first message for turn 1."""
+    first message for turn 1; ``model_checks`` are the validator model's checks to ask, each
+    with the P(yes) it needs (:func:`.validator.model_checks`)."""
     models = judges.models
     rejections: list[Rejection] = []
     feedback = ""
@@ -58,7 +60,7 @@ async def next_turn(
             try:
                 verdict = await judge_turn(
                     client, models["validator"], document=group, history=dialogue.turns,
-                    candidate=candidate,
+                    candidate=candidate, checks=model_checks,
                 )
             except ReplyError as exc:
                 raise DialogueError(
@@ -87,5 +89,6 @@ async def next_turn(
             raise GenerationError(
                 f"turn {index}: the validator rejected all {max_regenerations + 1} attempts "
                 f"(max_regenerations={max_regenerations}); last feedback: {feedback}"
+                + nothing_left(group, dialogue.turns)
             )
     return candidate, rejections, validated

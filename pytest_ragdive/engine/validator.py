@@ -7,18 +7,20 @@ turn state a premise the document refutes, does a vague turn leave its readings 
 a return turn leave its topic unnamed) are decided by code in
 :mod:`.checks`, :mod:`.follow_ups`, :mod:`.premises`, :mod:`.readings`, :mod:`.switching`
 and :mod:`.sources`. The rest are yes/no questions to the validator model, each read from
-the probability of "yes"; they share one prompt up to the question, so a model that keeps
-prompt prefixes evaluates the document and the conversation once.
+the probability of "yes" against the threshold of the model's judge profile, and asked
+only where that profile found them informative (:mod:`.profiles`); they share one prompt up
+to the question, so a model that keeps prompt prefixes evaluates the document and the
+conversation once.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 
 from ..llm.client import LLMClient
 from ..llm.model import Model
-from . import checks, follow_ups, premises, readings, sources, switching
-from .metrics import AT_CHANCE
+from . import checks, follow_ups, kinds, premises, profiles, readings, sources, switching
 from .models import Document, DocumentGroup, GeneratedTurn, RejectionCategory, Turn, Verdict
 from .templates import history_view, render
 
@@ -30,6 +32,7 @@ CATEGORIES: dict[str, RejectionCategory] = {
     "left_open": "question_not_consistent",
     "shift_source": "ground_truth",
     "names_topic": "not_standalone",
+    "names_its_topic": "not_standalone",
     "returns_unnamed": "rag_input_not_connected",
     "not_repeated": "question_not_consistent",
     "evidence_in_source": "ground_truth",
@@ -67,15 +70,16 @@ QUESTIONS: dict[str, tuple[str, str]] = {
 }
 #: the checks that apply to turn 1 (it has no conversation to lean on)
 FIRST_TURN = ("evidence_in_source", "reads_naturally", "answer_supported")
-THRESHOLD = 0.5
 
 
-def asks_model(model: Model, setting: str) -> bool:
-    """Whether the validator model's checks run (setting ``validator_checks``): ``auto``
-    leaves them out for a model that answered them at chance (``AT_CHANCE``)."""
-    if setting == "auto":
-        return "validator" not in AT_CHANCE.get(model.name, ())
-    return setting == "all"
+def model_checks(model: Model, setting: str) -> dict[str, float]:
+    """The validator model's checks to ask (setting ``validator_checks``), each with the
+    P(yes) it needs to pass, from the model's judge profile: ``all``, none (``exact``), or
+    (``auto``) those its profile found informative."""
+    profile = profiles.of(model)
+    return {check: profile.threshold(f"validator.{check}") for check in QUESTIONS
+            if setting == "all" or (setting == "auto"
+                                    and profile.judgement(f"validator.{check}").informative)}
 
 
 def exact_verdict(candidate: GeneratedTurn, document: Document | DocumentGroup,
@@ -90,6 +94,9 @@ def exact_verdict(candidate: GeneratedTurn, document: Document | DocumentGroup,
     found: dict[str, str | None] = {} if vague else {
         "evidence_in_source": sources.evidence_check(candidate, group)}
     found["reads_naturally"] = checks.mentions_source(candidate)
+    if not history and len(group.documents) == 1:
+        found["names_its_topic"] = follow_ups.names_its_topic(candidate.standalone_question,
+                                                              group.documents[0])
     if candidate.question_type == "cross_document":
         found["uses_both"] = sources.uses_both(candidate)
     if history and not vague and not candidate.topic_shift:
@@ -97,7 +104,7 @@ def exact_verdict(candidate: GeneratedTurn, document: Document | DocumentGroup,
         asked = candidate.model_copy(update={"rag_input": premises.question_of(candidate)})
         found["refers_back"] = follow_ups.leans_back(
             asked, history, [candidate.premise] if candidate.premise else [])
-        if candidate.question_type != "cross_document":
+        if candidate.question_type != "cross_document" and not kinds.asked_by_kind(candidate):
             found["asks_its_fact"] = checks.asks_its_fact(
                 candidate, earlier, follow_ups.said_before(history))
         if len(group.documents) == 1 and not candidate.premise:
@@ -145,12 +152,14 @@ async def judge_turn(
     document: Document | DocumentGroup,
     history: list[Turn],
     candidate: GeneratedTurn,
+    checks: Mapping[str, float],
 ) -> Verdict:
-    """The validator model's verdict on ``candidate``: one yes/no question per check (not
-    whether the type of a cross_document turn or a switch or return fits: the plugin gave
-    its facts and wrote or chose its message)."""
+    """The validator model's verdict on ``candidate``: one yes/no question per check of
+    ``checks`` (:func:`model_checks`), failed below its P(yes); not whether the type of a
+    cross_document turn or a switch or return fits: the plugin gave its facts and wrote or
+    chose its message."""
     given = candidate.question_type == "cross_document" or bool(candidate.topic_shift)
-    asked = [c for c in QUESTIONS if (history or c in FIRST_TURN)
+    asked = [c for c in QUESTIONS if c in checks and (history or c in FIRST_TURN)
              and not (c == "type_fits" and given)]
     answers = await asyncio.gather(*(
         client.yes_probability(
@@ -161,6 +170,6 @@ async def judge_turn(
     return _verdict({
         check: f"{QUESTIONS[check][1]} (P(yes) {p_yes:.2f})"
         for check, p_yes in zip(asked, answers, strict=True)
-        if p_yes < THRESHOLD
+        if p_yes < checks[check]
     })
 

@@ -4,6 +4,10 @@ One JSON file per request, named by the SHA-256 of the request's content (model,
 messages, response format and sampling parameters). Credentials are never part of
 the key nor of the file. Writes go to a temporary file that replaces the entry
 atomically, so several processes may record the same key at once.
+
+A reply the caller could not use (it did not parse after every attempt, it was no
+verdict) stays in its entry with the reason (``unusable``): recording asks again, and a
+replay says the recording holds no usable reply instead of replaying it.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ import hashlib
 import json
 import math
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -113,6 +117,13 @@ class ResponseCache:
             warnings.warn(f"ignoring ragdive cache entry {path}: {exc}; it is treated as a "
                           f"miss and recorded again", CacheWarning, stacklevel=2)
             entry = None
+        if entry is not None and "unusable" in entry:
+            if self.mode == "none":
+                raise CacheMiss(
+                    f"the recording holds no usable reply for {describe(request)}: when it was "
+                    f"recorded, {entry['unusable']}. A replay does not ask again: record it "
+                    f"again with --ragdive-record-mode=new ({path}).")
+            entry = None  # asked again, and the reply recorded over it
         if entry is not None:
             return entry["response"]
         if self.mode == "none":
@@ -148,6 +159,22 @@ class ResponseCache:
         }
         text = json.dumps(entry, indent=1, sort_keys=True, ensure_ascii=False)
         atomic_write_text(self.path(key), text)
+
+    def unusable(self, keys: Iterable[str], why: str) -> None:
+        """Mark the entries of ``keys`` as replies that could not be used, for ``why``; a
+        replay only (record mode ``none``) writes nothing."""
+        if self.mode == "none":
+            return
+        for key in dict.fromkeys(keys):
+            path = self.path(key)
+            try:
+                entry = self._read(path, key)
+            except ValueError:
+                continue  # recorded again when it is next asked
+            if entry is not None:
+                entry["unusable"] = why[:500]
+                text = json.dumps(entry, indent=1, sort_keys=True, ensure_ascii=False)
+                atomic_write_text(path, text)
 
     @staticmethod
     def _read(path: Path, key: str) -> dict[str, Any] | None:

@@ -1,6 +1,7 @@
 """Where the reply to one exact request comes from: the response cache, the same request
-already in flight, or the model, called within the limit of calls in flight, retried on
-transient errors, counted in the usage ledger and stored in the cache."""
+already in flight, or the model, called within the limit of calls in flight (adapted to the
+provider's rate limits, ``throttle.py``), retried on transient errors within a count and a
+budget of time, counted in the usage ledger and stored in the cache."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from .calling import attempt
 from .errors import ModelError, Transient
 from .flights import Flights
 from .model import Model
+from .throttle import Slots, Throttle
 from .usage import record
 
 
@@ -24,7 +26,7 @@ class CachedCalls:
     says what its arguments mean."""
 
     def __init__(self, cache: ResponseCache, *, concurrency: int, timeout: float,
-                 retries: int, retry_wait: float) -> None:
+                 retries: int, retry_wait: float, retry_budget: float) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         self.cache = cache
@@ -32,9 +34,15 @@ class CachedCalls:
         self.timeout = timeout
         self.retries = retries
         self.retry_wait = retry_wait
+        self.retry_budget = retry_budget
+        #: each model server's adaptive limit of calls in flight (the loops' slots share it)
+        self._throttles: dict[tuple[str, str], Throttle] = {}
         # asyncio primitives belong to one event loop; run_dialogue may use several
         self._limits: weakref.WeakKeyDictionary[
             asyncio.AbstractEventLoop, dict[str, asyncio.Semaphore]
+        ] = weakref.WeakKeyDictionary()
+        self._slots: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, dict[tuple[str, str], Slots]
         ] = weakref.WeakKeyDictionary()
         self._flights = Flights()
         self.calls_made = 0  # model calls this client made (not cache hits), for progress
@@ -44,20 +52,23 @@ class CachedCalls:
         limits = self._limits.setdefault(asyncio.get_running_loop(), {})
         return limits.setdefault(name, asyncio.Semaphore(size))
 
+    def _throttle(self, model: Model) -> Throttle:
+        """The adaptive limit of the calls in flight to ``model``'s server."""
+        return self._throttles.setdefault(model.server, Throttle(self.concurrency))
+
     @contextlib.asynccontextmanager
     async def _slot(self, model: Model) -> Any:
-        """A place among the calls in flight. An in-process provider (the embedded model)
-        serves few calls at a time, so its calls queue here first: waiting there would
-        count against the per-call timeout."""
+        """A place among the calls in flight to ``model`` (as many as its throttle allows)
+        and among all calls in flight; yields the throttle's stamp. An in-process provider
+        (the embedded model) serves few calls at a time, so its calls queue here first:
+        waiting there would count against the per-call timeout."""
+        slots = self._slots.setdefault(asyncio.get_running_loop(), {}).setdefault(
+            model.server, Slots(self._throttle(model)))
         shared = self.semaphore("*", self.concurrency)
         at_once = providers.served_at_once(model.name)
-        if at_once is not None:
-            own = self.semaphore(model.name, at_once)
-            async with own, shared:
-                yield
-        else:
-            async with shared:
-                yield
+        own = self.semaphore(model.name, at_once) if at_once is not None else None
+        async with slots.slot() as stamp, own or contextlib.nullcontext(), shared:
+            yield stamp
 
     async def cached(self, request: dict[str, Any], model: Model,
                      on_retry: Callable[[], None] = lambda: None) -> dict[str, Any]:
@@ -77,26 +88,34 @@ class CachedCalls:
     async def _recorded(self, request: dict[str, Any], model: Model,
                         on_retry: Callable[[], None] = lambda: None) -> dict[str, Any]:
         """The model's reply to ``request``, retried (``on_retry`` is called before each
-        wait), counted and stored in the cache."""
+        wait), counted and stored in the cache. A provider that says it is busy (429, 503,
+        529) lowers the model's calls in flight, and is retried within the time budget
+        whatever the count of retries."""
+        throttle = self._throttle(model)
+        waited = False
+
         async def once() -> dict[str, Any]:
-            async with self._slot(model):  # the waits between attempts are outside it
-                return await attempt(request, model, self.timeout)
+            async with self._slot(model) as stamp:  # the waits between attempts are outside it
+                try:
+                    reply = await attempt(request, model, self.timeout)
+                except Transient as exc:
+                    if exc.busy:
+                        throttle.busy(stamp)
+                    raise
+                throttle.answered()
+                return reply
 
-        def gave_up(exc: Transient, attempts: int) -> ModelError:
-            return ModelError(
-                f"{describe(request)}: gave up after {attempts} attempt{'s' * (attempts != 1)}: "
-                f"{exc}. Raise ini ragdive_retries or ragdive_retry_wait if the provider is "
-                f"only busy")
-
-        def too_long(exc: Transient, asked: retrying.WaitTooLong) -> ModelError:
-            return ModelError(
-                f"{describe(request)}: the provider {asked} (Retry-After), longer than "
-                f"ragdive_retry_wait = {self.retry_wait:g} s: {exc}. Lower the load "
-                f"(ragdive_concurrency) or raise ragdive_retry_wait")
+        def before_wait(seconds: float) -> None:
+            nonlocal waited
+            on_retry()
+            record(retried=0 if waited else 1, waited_s=seconds)
+            waited = True
 
         reply = await retrying.retried(
             once, again=Transient, retries=self.retries, first=1.0, longest=self.retry_wait,
-            header=_retry_after, gave_up=gave_up, too_long=too_long, before_wait=on_retry)
+            header=_retry_after, gave_up=self._gave_up(request), too_long=self._too_long(request),
+            before_wait=before_wait, budget=self.retry_budget, counted=lambda exc: not exc.busy,
+            out_of_time=self._out_of_time(request))
         self.calls_made += 1
         record(
             calls=1,
@@ -106,6 +125,34 @@ class CachedCalls:
         )
         self.cache.store(request, reply)
         return reply
+
+    def _gave_up(self, request: dict[str, Any]) -> Callable[[Transient, int], ModelError]:
+        def gave_up(exc: Transient, attempts: int) -> ModelError:
+            return ModelError(
+                f"{describe(request)}: gave up after {attempts} attempt{'s' * (attempts != 1)}: "
+                f"{exc}. Raise ini ragdive_retries or ragdive_retry_wait if the provider is "
+                f"only busy")
+        return gave_up
+
+    def _too_long(self, request: dict[str, Any]
+                  ) -> Callable[[Transient, retrying.WaitTooLong], ModelError]:
+        def too_long(exc: Transient, asked: retrying.WaitTooLong) -> ModelError:
+            return ModelError(
+                f"{describe(request)}: the provider {asked} (Retry-After), longer than "
+                f"ragdive_retry_wait = {self.retry_wait:g} s: {exc}. Lower the load "
+                f"(ragdive_concurrency) or raise ragdive_retry_wait")
+        return too_long
+
+    def _out_of_time(self, request: dict[str, Any]
+                     ) -> Callable[[Transient, int, float], ModelError]:
+        def out_of_time(exc: Transient, attempts: int, waited: float) -> ModelError:
+            return ModelError(
+                f"{describe(request)}: gave up after {attempts} attempt{'s' * (attempts != 1)} "
+                f"and {waited:.1f} s of waits between them, as the next wait would pass ini "
+                f"ragdive_retry_budget = {self.retry_budget:g} s: {exc}. Raise "
+                f"ragdive_retry_budget if the provider is only busy for a while, or lower "
+                f"ragdive_concurrency")
+        return out_of_time
 
 
 def _retry_after(exc: Transient) -> str | None:

@@ -2,9 +2,12 @@
 
 It adds to ``litellm.acompletion``: the response cache, structured output validated
 against a pydantic schema in the form the model's server accepts (``structured.py``), a
-bounded number of calls in flight, a per-call timeout, retries of transient provider
-errors (a request the server rejects as invalid fails at once, saying how to fix it), and
-a usage ledger per dialogue (``cached_calls.py``). litellm is imported on the first call
+bounded number of calls in flight that adapts to rate limits (``throttle.py``), a per-call
+timeout, retries of transient provider errors within a count and a budget of time (a
+request the server rejects as invalid fails at once, saying how to fix it), and a usage
+ledger per dialogue (``cached_calls.py``). A reply that cannot be used (no valid structure
+after every attempt, no yes/no verdict) is marked so in the cache: it is asked again, not
+replayed. litellm is imported on the first call
 that is not a cache hit; ``stand_in.py`` gives the client litellm's shape.
 """
 
@@ -15,7 +18,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from .cache import ResponseCache, describe
+from .cache import ResponseCache, describe, request_key
 from .cached_calls import CachedCalls
 from .errors import ModelError, ReplyError, RequestRejected, short_error
 from .model import Model, as_model
@@ -35,11 +38,13 @@ T = TypeVar("T", bound=BaseModel)
 class LLMClient(CachedCalls):
     """Cached, bounded, retrying access to litellm models.
 
-    ``concurrency`` limits calls in flight across all dialogues sharing this client;
-    ``timeout`` is per call, in seconds; ``retries`` is how often a transient provider
-    error (rate limit, connection, 5xx) is retried, waiting at most ``retry_wait``
-    seconds between attempts (a waiting call gives its place among the calls in flight
-    to others); ``structured_output`` is
+    ``concurrency`` limits calls in flight across all dialogues sharing this client (and
+    each model's calls, fewer while its provider says it is busy); ``timeout`` is per call,
+    in seconds; ``retries`` is how often a transient provider error (connection, timeout,
+    5xx) is retried, waiting at most ``retry_wait`` seconds between attempts (a waiting
+    call gives its place among the calls in flight to others); a busy provider (429, 503,
+    529) is retried whatever the count, every call within ``retry_budget`` seconds of
+    waits in all; ``structured_output`` is
     the structured-output setting of models that do not set their own (``auto``, or a
     mode of ``structured.MODES``).
     """
@@ -52,11 +57,12 @@ class LLMClient(CachedCalls):
         timeout: float = 120.0,
         retries: int = 4,
         retry_wait: float = 30.0,
+        retry_budget: float = 300.0,
         reply_retries: int = 2,
         structured_output: str = "auto",
     ) -> None:
         super().__init__(cache, concurrency=concurrency, timeout=timeout, retries=retries,
-                         retry_wait=retry_wait)
+                         retry_wait=retry_wait, retry_budget=retry_budget)
         self.reply_retries = reply_retries
         self.structured_output = check_mode(structured_output, "LLMClient")
         self._served: dict[tuple[str, str, str], ServedModel] = {}
@@ -89,6 +95,12 @@ class LLMClient(CachedCalls):
         reply, _ = await self.send(request, as_model(model))
         return str(reply["content"])
 
+    def _unusable(self, keys: list[str], error: ReplyError) -> ReplyError:
+        """``error``, once the replies of the requests ``keys`` name are marked in the cache
+        as replies that could not be used: the next run asks again."""
+        self.cache.unusable(keys, str(error))
+        return error
+
     async def structured(
         self,
         model: str | Model,
@@ -99,16 +111,17 @@ class LLMClient(CachedCalls):
         seed: int | None = 0,
     ) -> T:
         """A reply parsed into ``schema``. An invalid reply is retried, showing the model
-        its error, up to ``reply_retries`` times; then :class:`ReplyError`."""
+        its error, up to ``reply_retries`` times; then :class:`ReplyError`, and the replies
+        of the attempts are marked unusable in the cache (asked again, never replayed)."""
         messages = list(messages)
+        keys: list[str] = []  # of the attempts' requests
         for _ in range(self.reply_retries + 1):
-            text = await self.complete(
-                model,
-                messages,
-                temperature=temperature,
-                seed=seed,
-                response_format=schema_format(schema),
-            )
+            request = {"model": as_model(model).name, "messages": messages,
+                       "temperature": temperature, "seed": seed,
+                       "response_format": schema_format(schema), "max_tokens": None}
+            reply, request = await self.send(request, as_model(model))
+            keys.append(request_key(request))
+            text = str(reply["content"])
             try:
                 return parse_reply(text, schema)
             except ValidationError as exc:
@@ -121,10 +134,10 @@ class LLMClient(CachedCalls):
                     f"JSON object that fits the schema of {schema.__name__}.",
                 },
             ]
-        raise ReplyError(
+        raise self._unusable(keys, ReplyError(
             f"{as_model(model).name} gave no valid {schema.__name__} in "
             f"{self.reply_retries + 1} attempts; last reply {text[:200]!r} ({error})"
-        )
+        ))
 
     async def yes_probability(self, model: str | Model, messages: list[dict[str, Any]]) -> float:
         """P(yes) of a yes/no question, read from the first answer token's likeliest
@@ -134,15 +147,18 @@ class LLMClient(CachedCalls):
         instead: 1.0 for a reply whose first word is yes, 0.0 for no (a step, not a
         probability). Any other reply ("Not sure.", "Nothing contradicts it.") is not a
         verdict: the question is asked again, after that reply, up to ``reply_retries``
-        times; then :class:`ReplyError`, so the turn is unscored, never a score.
+        times; then :class:`ReplyError`, so the turn is unscored, never a score, and the
+        replies are marked unusable in the cache.
         """
         asked = list(messages)
+        keys: list[str] = []  # of the attempts' requests
         for _ in range(self.reply_retries + 1):
             request = {
                 "model": as_model(model).name, "messages": asked, "temperature": 0.0,
                 "seed": 0, "max_tokens": 1, "logprobs": True, "top_logprobs": 20,
             }
-            reply, _ = await self.send(request, as_model(model))
+            reply, request = await self.send(request, as_model(model))
+            keys.append(request_key(request))
             yes = p_yes(reply)
             if yes is not None:
                 return yes
@@ -150,9 +166,9 @@ class LLMClient(CachedCalls):
             asked = [*asked, {"role": "assistant", "content": str(reply["content"])},
                      {**messages[-1], "content": f"{messages[-1]['content']}\n\n"
                                                  f"Answer with only yes or no."}]
-        raise ReplyError(
+        raise self._unusable(keys, ReplyError(
             f"{as_model(model).name} answered a yes/no question with {reply['content'][:60]!r} "
-            f"({self.reply_retries + 1} attempts)")
+            f"({self.reply_retries + 1} attempts)"))
 
     async def send(
         self, request: dict[str, Any], model: Model

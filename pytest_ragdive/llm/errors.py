@@ -143,12 +143,18 @@ def server_message(exc: BaseException, secrets: list[str] | tuple[str, ...] = ()
     return mask(f"{type(exc).__name__}: " + "\n    ".join(kept), secrets)
 
 
+#: answers that say the provider is busy: rate limited, unavailable, overloaded
+BUSY = frozenset({429, 503, 529})
+
+
 class Transient(Exception):
-    """A failed attempt worth another: rate limit, connection, timeout, 5xx."""
+    """A failed attempt worth another: rate limit, connection, timeout, 5xx. ``busy``: the
+    provider said it is busy (:data:`BUSY`), so fewer calls should be in flight."""
 
     def __init__(self, message: str, cause: BaseException) -> None:
         super().__init__(message)
         self.cause = cause
+        self.busy = status_of(cause) in BUSY
 
 
 def short_error(exc: ValidationError) -> str:

@@ -1,5 +1,6 @@
 """The package's one retry policy and loop, for model calls and for a bot over HTTP alike:
-how long to wait before the next attempt (``wait``), and the attempts (``retried``)."""
+how long to wait before the next attempt (``wait``), and the attempts (``retried``), bounded
+by a count of retries and by a budget of time."""
 
 from __future__ import annotations
 
@@ -53,7 +54,11 @@ def wait(attempt: int, *, first: float, longest: float, header: str | None = Non
         if asked > longest:
             raise WaitTooLong(asked)
         return asked
-    return min(longest, first * 2.0 ** (attempt - 1)) * random.uniform(0.75, 1.0)
+    return min(longest, first * 2.0 ** min(attempt - 1, 60)) * random.uniform(0.75, 1.0)
+
+
+#: how a retry waits: ``asyncio.sleep``, a seam for tests that play a long storm on a fast clock
+sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
 
 
 async def retried(
@@ -66,25 +71,37 @@ async def retried(
     header: Callable[[E], str | None] = lambda exc: None,
     gave_up: Callable[[E, int], BaseException],
     too_long: Callable[[E, WaitTooLong], BaseException],
-    before_wait: Callable[[], None] = lambda: None,
+    before_wait: Callable[[float], None] = lambda seconds: None,
+    budget: float = math.inf,
+    counted: Callable[[E], bool] = lambda exc: True,
+    out_of_time: Callable[[E, int, float], BaseException] = lambda exc, n, waited: exc,
 ) -> T:
-    """What ``attempt`` returns, trying again up to ``retries`` times when it raises ``again``.
+    """What ``attempt`` returns, trying again when it raises ``again``: up to ``retries``
+    times for the failures that are ``counted`` (and those it may retry at once), and as long
+    as the waits between attempts stay within ``budget`` seconds in all.
 
-    Between attempts: ``before_wait()``, then the ``wait`` of that attempt number and the
-    failure's Retry-After ``header``. After the last attempt, ``gave_up(failure, attempts)``
-    is raised; for a Retry-After longer than ``longest``, ``too_long(failure, asked)`` at once.
-    Any other exception of ``attempt`` goes through untouched.
+    Between attempts: ``before_wait(seconds)``, then the ``wait`` of that attempt number and
+    the failure's Retry-After ``header``. When the retries are spent, ``gave_up(failure,
+    attempts)`` is raised; when the next wait would take the waits past ``budget``,
+    ``out_of_time(failure, attempts, waited)``; for a Retry-After longer than ``longest``,
+    ``too_long(failure, asked)`` at once. Any other exception of ``attempt`` goes through
+    untouched.
     """
+    waited, spent = 0.0, 0
     for number in itertools.count(1):
         try:
             return await attempt()
         except again as exc:
-            if number > retries:
-                raise gave_up(exc, number) from None
             try:
                 seconds = wait(number, first=first, longest=longest, header=header(exc))
             except WaitTooLong as asked:
                 raise too_long(exc, asked) from None
-        before_wait()
-        await asyncio.sleep(seconds)
+            spent += counted(exc) or seconds == 0  # with no wait, time cannot bound them
+            if spent > retries:
+                raise gave_up(exc, number) from None
+            if waited + seconds > budget:
+                raise out_of_time(exc, number, waited) from None
+        before_wait(seconds)
+        await sleep(seconds)
+        waited += seconds
     raise AssertionError("unreachable")  # itertools.count never ends

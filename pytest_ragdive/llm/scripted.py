@@ -87,6 +87,12 @@ def max_in_flight(model: str) -> int:
     return _in_flight.get(model, [0, 0])[1]
 
 
+def in_flight(model: str) -> int:
+    """How many asynchronous calls the fake model ``model`` is answering now (a responder
+    may read it)."""
+    return _in_flight.get(model, [0, 0])[0]
+
+
 def calls(model: str) -> list[tuple[str, list[dict[str, Any]]]]:
     """(schema name, messages) of every call that reached the fake model ``model``."""
     return _calls[model]

@@ -66,9 +66,10 @@ def generic(schema: str) -> Responder:
         },
     }
     if schema == "FirstQuestion":
-        return lambda messages: {"question": "What is the topic?",
-                                 "evidence": first_sentence(messages),
-                                 "ground_truth": "The topic."}
+        # it names what it asks about, as a first question must among look-alike documents
+        return lambda messages: {
+            "question": f"What is the topic of {first_sentence(messages).rstrip('.!?')}?",
+            "evidence": first_sentence(messages), "ground_truth": "The topic."}
     if schema == "OpenerKey":  # a real user's first message: the document answers it
         def opener_key(messages: list[dict[str, Any]]) -> dict[str, Any]:
             found = re.search(r"first message of a real user: (.*)",

@@ -1,13 +1,15 @@
 """The client in litellm's shape, for libraries such as ragas (through instructor) that call
 ``litellm.acompletion`` and expect its response object. A request whose schema travels as
-data also gets it written once into its prompt (:func:`~.structured.readable`)."""
+data also gets it written once into its prompt (:func:`~.structured.readable`); a response's
+id names its cache entry, so that instructor's attempts that all failed to parse are marked
+unusable in the cache (:func:`mark_failed_attempts`)."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from .cache import KEY_FIELDS
+from .cache import KEY_FIELDS, request_key
 from .library import import_litellm
 from .model import Model
 from .replies import unfenced
@@ -18,6 +20,8 @@ if TYPE_CHECKING:
 
 
 Prepare = Callable[[dict[str, Any]], dict[str, Any]]
+#: what starts the id of a response the stand-in made; the cache key follows
+_ID = "ragdive-"
 
 
 def stand_in(client: LLMClient, model: Model, prepare: Prepare | None = None
@@ -46,6 +50,7 @@ async def _acompletion(client: LLMClient, model: Model, request: dict[str, Any])
     if request_mode(request) and request_mode(sent) is None:  # sent as text
         content = unfenced(content)
     return litellm.ModelResponse(
+        id=f"{_ID}{request_key(sent)}",
         model=request["model"],
         choices=[{"index": 0, "finish_reason": "stop",
                   "message": {"role": "assistant", "content": content}}],
@@ -55,3 +60,22 @@ async def _acompletion(client: LLMClient, model: Model, request: dict[str, Any])
             "total_tokens": reply["prompt_tokens"] + reply["completion_tokens"],
         },
     )
+
+
+def mark_failed_attempts(client: LLMClient, exc: BaseException) -> None:
+    """When ``exc`` (or what it wraps) is instructor's exception for a request whose every
+    attempt failed to parse, mark those attempts' replies unusable in the cache."""
+    for _ in range(10):
+        attempts = getattr(exc, "failed_attempts", None)
+        if attempts:
+            if getattr(exc, "n_attempts", len(attempts)) == len(attempts):  # none was cut short
+                ids = [str(getattr(getattr(a, "completion", None), "id", "")) for a in attempts]
+                last = str(getattr(attempts[-1], "exception", exc)).strip().splitlines() or [""]
+                client.cache.unusable([i.removeprefix(_ID) for i in ids if i.startswith(_ID)],
+                                      f"no reply of {len(attempts)} attempts fitted its "
+                                      f"schema ({last[0][:200]})")
+            return
+        cause = exc.__cause__ or exc.__context__
+        if cause is None:
+            return
+        exc = cause

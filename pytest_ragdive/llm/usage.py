@@ -10,7 +10,9 @@ from pydantic import BaseModel, ConfigDict
 
 
 class Usage(BaseModel):
-    """Model calls made for one dialogue. Cache hits cost nothing and count separately."""
+    """Model calls made for one dialogue. Cache hits cost nothing and count separately;
+    ``retried``: calls that needed more than one attempt, ``waited_s``: the seconds they
+    waited between attempts, summed over the calls."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -19,6 +21,8 @@ class Usage(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost: float = 0.0
+    retried: int = 0
+    waited_s: float = 0.0
 
     def add(self, other: Usage) -> None:
         for name in type(self).model_fields:

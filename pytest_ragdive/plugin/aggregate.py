@@ -40,6 +40,7 @@ def evaluate(
         complete = sorted(nodeids) == sorted(all_items.get(function, [])) and \
             len(ran) == len(nodeids)
         usable = [r for r in ran if r["status"] not in UNUSABLE]
+        path = Path(ran[0]["aggregate_file"])
         if not complete:
             row["status"] = "skipped"
             row["note"] = "aggregate band not checked: only some documents of this test ran"
@@ -48,18 +49,47 @@ def evaluate(
             row["note"] = "aggregate band not checked: some items have no usable result"
         elif update:
             recorded = _band(ran)
-            to_write[Path(ran[0]["aggregate_file"])] = recorded
+            to_write[path] = recorded
             row["band"] = {m: (s["min"], s["max"]) for m, s in recorded["metrics"].items()}
             row["status"], row["doc"] = "recorded", recorded
         else:
-            _check(row, Path(ran[0]["aggregate_file"]), margin)
-        if verdict == "permutation" and not update:
+            _check(row, path, margin)
+        if update:
+            if verdict == "permutation":
+                row["note"] = "; ".join(filter(None, [row["note"], _unreachable(
+                    ran, len(all_items.get(function, nodeids)), alpha)]))
+            continue
+        if verdict == "permutation":
             from .decision import permutation
 
             permutation(row, {n: results[n] for n in nodeids if n in results
                               and results[n]["status"] not in UNUSABLE},
-                        len(all_items.get(function, nodeids)), alpha)
+                        len(all_items.get(function, nodeids)), alpha, margin)
+        damage = _damage(path)
+        if damage:  # whatever the rule and the documents that ran: a damaged file is refused
+            row["status"], row["note"] = "regressed", damage
     return rows, to_write
+
+
+def _damage(path: Path) -> str | None:
+    """Why the aggregate band at ``path`` cannot be read, if it is there and cannot."""
+    try:
+        bands.read(path)
+    except bands.BaselineError as exc:
+        return str(exc)
+    return None
+
+
+def _unreachable(ran: list[dict[str, Any]], documents: int, alpha: float) -> str:
+    """On update, what every check will say when the test of ``documents`` cannot fail on a
+    p-value (:func:`.reach.cannot_fail`), or ""."""
+    from .reach import cannot_fail
+
+    runs = [len(values) for r in ran for values in r["runs"].values()]
+    if not runs:  # nothing was recorded: the update says why
+        return ""
+    return cannot_fail(documents, min(runs), max(len(r["runs"]) for r in ran), alpha,
+                       min(r["confirm_runs"] for r in ran)) or ""
 
 
 def _check(row: dict[str, Any], path: Path, margin: float) -> None:

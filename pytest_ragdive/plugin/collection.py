@@ -1,9 +1,10 @@
 """The conversation items of a session, by test function: those collected and those chosen
 to run, the band files they are checked against, and the baseline folders an update
-cleans of unused bands."""
+cleans of unused bands (as syrupy reports and removes unused snapshots)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ class Collection:
         self.aggregate_files: dict[str, str] = {}
         self.expected_files: set[str] = set()
         self.scopes: dict[str, list[str] | None] = {}  # baseline dir -> functions, None = all
+        self.roots: set[str] = set()  # the __ragdive__ folders beside collected modules
         self._items: dict[str, list[pytest.Item]] = {}
 
     def add(self, item: pytest.Item, partial: set[str]) -> None:
@@ -31,6 +33,7 @@ class Collection:
         self.all_items.setdefault(key, []).append(item.nodeid)
         path = bands.item_path(item)
         self.expected_files.add(str(path))
+        self.roots.add(str(path.parent.parent))
         self.aggregate_files[key] = str(bands.aggregate_path(item))
         self.expected_files.add(self.aggregate_files[key])
         is_partial = any(Path(p).resolve() == item.path.resolve() for p in partial)
@@ -56,6 +59,7 @@ class Collection:
             "aggregate_files": self.aggregate_files,
             "expected_files": sorted(self.expected_files),
             "scopes": self.scopes,
+            "roots": sorted(self.roots),
         }
 
     def merge(self, output: dict[str, Any]) -> None:
@@ -65,3 +69,27 @@ class Collection:
         self.aggregate_files = output["aggregate_files"]
         self.expected_files = set(output["expected_files"])
         self.scopes = output["scopes"]
+        self.roots = set(output.get("roots", []))
+
+    def orphaned(self) -> list[str]:
+        """Band files whose test module is gone: in a ``__ragdive__/<module>/`` folder beside
+        a collected module, where ``<module>.py`` no longer exists (deleted or renamed)."""
+        found: list[str] = []
+        for root in sorted(Path(r) for r in self.roots):
+            if not root.is_dir():
+                continue
+            for folder in sorted(p for p in root.iterdir() if p.is_dir()):
+                if not (root.parent / f"{folder.name}.py").exists():
+                    found += [str(f) for f in sorted(folder.glob("*.json"))]
+        return found
+
+
+def remove(paths: Iterable[str]) -> None:
+    """Delete unused band files, and their module's folder once it is empty."""
+    folders = set()
+    for path in map(Path, paths):
+        path.unlink(missing_ok=True)
+        folders.add(path.parent)
+    for folder in folders:
+        if folder.is_dir() and not any(folder.iterdir()):
+            folder.rmdir()

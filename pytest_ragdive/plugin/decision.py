@@ -14,12 +14,15 @@ from typing import Any
 
 import pytest
 
+from . import reach
+from .run_record import DIGITS
 from .verdict import decide
 
 
 def permutation(row: dict[str, Any], usable: Mapping[str, dict[str, Any]], collected: int,
-                alpha: float) -> None:
-    """Put the permutation verdict of a test function's usable items into its ``row``."""
+                alpha: float, margin: float) -> None:
+    """Put the permutation verdict of a test function's usable items into its ``row``, and
+    say when the test cannot fail on a p-value (:func:`.reach.cannot_fail`)."""
     baseline: dict[str, dict[str, list[float]]] = {}
     candidate: dict[str, dict[str, list[float]]] = {}
     base_seeds: dict[str, dict[str, list[int]]] = {}
@@ -36,8 +39,10 @@ def permutation(row: dict[str, Any], usable: Mapping[str, dict[str, Any]], colle
                     cand_seeds.setdefault(metric, {})[doc] = record["seeds"][metric]
     row["left_band"] = {n: r["left_band"] for n, r in usable.items() if r.get("left_band")}
     suspects = {m for r in usable.values() for m in r.get("left_band_metrics", [])}
+    # band files hold runs to DIGITS places: a run within half a unit of its band is in it
     verdicts = decide(baseline, candidate, alpha=alpha, suspects=suspects,
-                      baseline_seeds=base_seeds, candidate_seeds=cand_seeds) if baseline else []
+                      margin=margin + 0.5 * 10 ** -DIGITS, baseline_seeds=base_seeds,
+                      candidate_seeds=cand_seeds) if baseline else []
     row["verdicts"] = [asdict(v) for v in verdicts]
     if not verdicts:
         row["status"] = "skipped"
@@ -48,6 +53,11 @@ def permutation(row: dict[str, Any], usable: Mapping[str, dict[str, Any]], colle
     row["status"] = ("regressed" if "worse" in found
                      else "inconclusive" if "inconclusive" in found else "passed")
     documents = len({d for by_doc in candidate.values() for d in by_doc})
+    unreachable = reach.cannot_fail(
+        collected, min(len(runs) for by_doc in baseline.values() for runs in by_doc.values()),
+        len(verdicts), alpha, min(r["confirm_runs"] for r in usable.values()))
+    if unreachable:
+        row["note"] = "; ".join(filter(None, [row["note"], unreachable]))
     runs = sorted({len(r["runs"][m]) for r in usable.values() for m in r["runs"]})
     tested = sum(v.tested for v in verdicts)
     untested = [v.metric for v in verdicts if not v.tested]

@@ -64,6 +64,7 @@ def check_dialogue(
         "file": str(path),
         "judges": {k: v.label for k, v in judges.models.items()},
         "turns_per_dialogue": settings.turns,
+        "confirm_runs": settings.confirm_runs,  # what sizes a check's runs (reach)
         "role": settings.role,
         "status": "error",
     }
@@ -118,12 +119,14 @@ def prompts_digest(role: str, metrics: tuple[str, ...], group: bool = False) -> 
 def produced_by(settings: ItemSettings, judges: dict[str, str],
                 group: bool = False) -> dict[str, Any]:
     """What a band must have been recorded with to judge an item of these settings (``group``:
-    about a group of documents): the settings, the judges, the package's prompts (by
-    digest) and the openers, where there are any, by their number and digest."""
+    about a group of documents): the settings, the judges and their profiles, the package's
+    prompts (by digest) and the openers, where there are any, by their number and digest."""
     produced: dict[str, Any] = {"turns": settings.turns, "role": settings.role,
                                 "metrics": list(settings.metrics), "judges": judges,
                                 "prompts": prompts_digest(settings.role,
                                                           settings.metrics, group)}
+    if settings.profiles:
+        produced["profiles"] = dict(settings.profiles)
     if settings.openers:
         digest = hashlib.sha256("\n".join(
             f"{o.document or ''}\t{o.message}" for o in settings.openers).encode()).hexdigest()
@@ -148,9 +151,27 @@ def leaves_band(path: Path, produced: dict[str, Any], scores: dict[str, float],
         doc = bands.read(path)
     except bands.BaselineError:
         return False
-    if doc is None or bands.stale_reason(doc, produced):
+    if doc is None or stale_reason(doc, produced):
         return False
     return any(d.worse for d in bands.compare(doc, scores, margin))
+
+
+def stale_reason(doc: dict[str, Any], produced: dict[str, Any]) -> str | None:
+    """Why a band recorded for other settings, or scored with other judge profiles, cannot
+    judge this run, if it can't."""
+    from .profiling import stale_profiles
+
+    return bands.stale_reason(doc, produced) or stale_profiles(doc["produced_by"], produced)
+
+
+def band_runs(path: Path) -> int | None:
+    """The fewest baseline runs a metric of the band at ``path`` holds; None when there is
+    no readable band (the item fails on it)."""
+    try:
+        doc = bands.read(path)
+    except bands.BaselineError:
+        return None
+    return min((len(s["runs"]) for s in doc["metrics"].values()), default=None) if doc else None
 
 
 def check_band(
@@ -180,7 +201,7 @@ def check_band(
     command = f"pytest '{function_key(item)}' --ragdive-update"
     try:
         doc = bands.read(path)
-        stale = bands.stale_reason(doc, produced) if doc is not None else None
+        stale = stale_reason(doc, produced) if doc is not None else None
         deviations = bands.compare(doc, first.scores, margin) if doc and not stale else []
     except bands.BaselineError as exc:
         problem = str(exc)

@@ -142,7 +142,7 @@ def _counts(items: list[ItemRecord]) -> dict[str, int]:
 def _usage(items: list[ItemRecord]) -> dict[str, Any]:
     totals: dict[str, Any] = {"dialogues": 0, "turns": 0, "rejections": 0, "calls": 0,
                               "cache_hits": 0, "prompt_tokens": 0, "completion_tokens": 0,
-                              "cost": 0.0}
+                              "cost": 0.0, "retried": 0, "waited_s": 0.0}
     for item in items:
         d = item.dialogue
         if d is None:

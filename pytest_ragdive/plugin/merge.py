@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -79,14 +79,14 @@ def combine(records: Sequence[RunRecord]) -> RunRecord:
         bands.write_all(to_write)
     write_summary(_Terminal(), aggregates=rows, results=results, notes=set(), unused=[],
                   update=update)
-    started = min((r.started for r in records if r.started), default=datetime.now(timezone.utc))
+    started = min((r.started for r in records if r.started), default=datetime.now(UTC))
     return RunRecord.build(settings=settings, started=started,
                            duration_s=max(r.duration_s for r in records), chosen=chosen,
                            collected=collected, results=results, outcomes=outcomes,
                            aggregates=rows, margin=margin)
 
 
-def main(paths: Sequence[str], html: str = "", json_path: str = "") -> int:
+def main(paths: Sequence[str], html: str = "", json_path: str = "", markdown: str = "") -> int:
     """Merge the records at ``paths``: 0 when every test passed, 1 when one failed, 2 when
     the records cannot be merged."""
     from .outputs import write
@@ -103,6 +103,6 @@ def main(paths: Sequence[str], html: str = "", json_path: str = "") -> int:
     except MergeError as exc:
         print(f"ragdive merge: {exc}", file=sys.stderr)
         return 2
-    for target in write(merged, html, json_path):
+    for target in write(merged, html, json_path, markdown):
         print(f"ragdive report written to {target}")
     return 1 if any(t.failed for t in merged.tests) else 0

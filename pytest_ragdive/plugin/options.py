@@ -17,12 +17,19 @@ from ..engine.settings import CLI, INI, MARKER, SETTINGS, SettingError, check, d
 
 if TYPE_CHECKING:
     from ..engine.openers import Opener
+    from ..engine.profiles import Profiles
 
 
 def add_options(parser: pytest.Parser) -> None:
     group = parser.getgroup("ragdive", "RAG-DIVE conversation tests")
     group.addoption("--ragdive-update", action="store_true", default=False,
                     help="record the baseline bands of the selected ragdive tests")
+    # beside --ragdive-report and --ragdive-json; a session-wide output, not a setting of
+    # the engine's table (nothing but the plugin reads it)
+    group.addoption("--ragdive-markdown", dest="ragdive_markdown", default="", metavar="PATH",
+                    help="write the verdicts, their metrics and the places to look as "
+                         "Markdown here: GitHub's job summary ($GITHUB_STEP_SUMMARY) or a "
+                         "pull-request comment")
     for setting in SETTINGS.values():
         if CLI in setting.where:
             kwargs: dict[str, Any] = {"metavar": setting.metavar or setting.name.upper()}
@@ -50,15 +57,21 @@ class ItemSettings:
     confirm_scope: str
     metrics_chosen: bool  # by the marker or the ini file; else the judge may leave some out
     openers: tuple[Opener, ...] = ()
+    #: the judge models' profiles (:meth:`.Profile.record`), by model label: what a band
+    #: records of them
+    profiles: tuple[tuple[str, str], ...] = ()
 
-    def judged_by(self, judge: str) -> ItemSettings:
-        """These settings for ``judge``: unchosen metrics lose those it measured at chance."""
-        if self.metrics_chosen:
-            return self
+    def judged_by(self, judges: dict[str, str], evaluator: str,
+                  profiles: Profiles) -> ItemSettings:
+        """These settings for ``judges`` (role -> model label) by ``profiles``: unchosen
+        metrics lose those the ``evaluator`` model's profile measured at chance."""
         from ..engine.settings import scored_metrics
 
-        return replace(self, metrics=scored_metrics(None, self.turns, "ragdive", judge,
-                                                    self.role))
+        metrics = self.metrics if self.metrics_chosen else scored_metrics(
+            None, self.turns, "ragdive", evaluator, self.role, profiles)
+        records = {label: profiles.of(label.split(" @ ")[0]).record()
+                   for label in sorted(set(judges.values()))}
+        return replace(self, metrics=metrics, profiles=tuple(records.items()))
 
 
 class Options:
@@ -66,6 +79,9 @@ class Options:
 
     def __init__(self, config: pytest.Config) -> None:
         self.update: bool = config.getoption("ragdive_update")
+        self.markdown: str = config.getoption("ragdive_markdown") or ""
+        self.rootdir = config.rootpath
+        self._profiles: Profiles | None = None
         self.cli: dict[str, Any] = {}
         self.ini: dict[str, Any] = {}
         try:
@@ -82,6 +98,21 @@ class Options:
                         self.ini[name] = parse(name, raw, f"ini {setting.ini}")
         except SettingError as exc:
             raise pytest.UsageError(str(exc)) from None
+
+    def profiles(self) -> Profiles:
+        """The judge profiles of the session: the ini file's ``ragdive_profiles`` (relative
+        to the rootdir) over the shipped ones, read once; a missing, malformed or stale file
+        is a usage error."""
+        if self._profiles is None:
+            from ..engine.profile_files import ProfileError, load
+            from ..engine.profiles import Profiles
+
+            path = self.get("profiles")
+            try:
+                self._profiles = load(self.rootdir / path, path) if path else Profiles()
+            except ProfileError as exc:
+                raise pytest.UsageError(f"ini ragdive_profiles: {exc}") from None
+        return self._profiles
 
     def get(self, name: str) -> Any:
         """A session-wide setting: command line > ini > default."""
@@ -144,7 +175,9 @@ Where a setting can be given in several places, the **command line** wins over t
 `setup.cfg` or `[tool.pytest.ini_options]`), and the ini file over the **default**. Every value is
 checked when pytest starts or collects, so a bad value stops the run with one line naming it.
 `arun_dialogue` / `run_dialogue` take the settings marked for them as keyword arguments, with the
-same defaults and checks. `--ragdive-update` records the bands of the selected tests.
+same defaults and checks. `--ragdive-update` records the bands of the selected tests;
+`--ragdive-markdown PATH` writes the verdicts, their metrics and the places to look as Markdown
+(GitHub's job summary, a pull-request comment) beside `--ragdive-report` and `--ragdive-json`.
 
 """
 

@@ -1,9 +1,9 @@
-"""The session's record and the files it goes to (``--ragdive-report``, ``--ragdive-json``),
-for a session and for a merge of shard records alike."""
+"""The session's record and the files it goes to (``--ragdive-report``, ``--ragdive-json``,
+``--ragdive-markdown``), for a session and for a merge of shard records alike."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,16 +30,30 @@ def settings(results: Mapping[str, Mapping[str, Any]], *, seed: int, update: boo
     }
 
 
-def write(run: RunRecord, html: str, json_path: str) -> list[Path]:
-    """Write the HTML report and the JSON record where asked; the paths written."""
+def write(run: RunRecord, html: str, json_path: str, markdown: str = "",
+          unused: Sequence[str] = ()) -> list[Path]:
+    """Write the HTML report, the JSON record and the Markdown verdicts where asked (the
+    Markdown lists the ``unused`` band files too); the paths written."""
     from ..files import atomic_write_text
-    from .html_report import render
 
     written = []
-    for path, text in ((html, render(run) if html else ""),
-                       (json_path, run.model_dump_json(indent=2) if json_path else "")):
+    for path, make in ((html, lambda: _html(run)),
+                       (json_path, lambda: run.model_dump_json(indent=2)),
+                       (markdown, lambda: _markdown(run, unused))):
         if path:
             target = Path(path) if Path(path).is_absolute() else Path.cwd() / path
-            atomic_write_text(target, text)
+            atomic_write_text(target, make())
             written.append(target)
     return written
+
+
+def _html(run: RunRecord) -> str:
+    from .html_report import render
+
+    return render(run)
+
+
+def _markdown(run: RunRecord, unused: Sequence[str]) -> str:
+    from .markdown import render
+
+    return render(run, unused)

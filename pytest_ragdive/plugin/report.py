@@ -73,6 +73,11 @@ def write_summary(
             f"{int(usage.get('prompt_tokens', 0))} in / {int(usage.get('completion_tokens', 0))} "
             f"out, cost ${usage.get('cost', 0.0):.4f}"
         )
+        if usage.get("retried"):
+            reporter.write_line(
+                f"provider busy or failing: {int(usage['retried'])} model calls retried, "
+                f"waiting {usage.get('waited_s', 0.0):.1f} s in all between attempts (summed "
+                f"over calls; ini ragdive_retry_budget bounds each call's)")
     improved = sorted(n for n, r in results.items() if r["status"] == "improved")
     if improved:
         reporter.write_line(
@@ -91,10 +96,11 @@ def write_summary(
     for row in aggregates:
         if row["status"] == "regressed":
             left = any(worse for _, worse in row.get("deviations", []))
+            worse = any(v["verdict"] == "worse" for v in row.get("verdicts", []))
             cause = ("worse than its baseline by more than run-to-run variation explains"
-                     if row["verdict"] == "permutation"
-                     else "its mean over its documents left its aggregate band" if left
-                     else row["note"])
+                     if worse
+                     else "its mean over its documents left its aggregate band"
+                     if left and row["verdict"] == "band" else row["note"])
             reporter.write_line(f"FAILED: {row['function']}: {cause}", red=True, bold=True)
         elif row["status"] == "inconclusive":
             reporter.write_line(f"inconclusive (not failed): {row['function']}: the runs "

@@ -47,6 +47,8 @@ class Runs:
         self.dialogues: dict[str, tuple[ItemSettings, Judges, list[Dialogue]]] = {}
         #: test function -> whether one of its documents' first runs left its band, worse
         self._test_confirms: dict[str, bool] = {}
+        #: test function (test-wide) or node id -> the confirmation runs it draws
+        self._added: dict[str, int] = {}
 
     def fixture_scope(self, name: str, scope: str) -> None:
         self._scopes[name] = scope
@@ -86,22 +88,16 @@ class Runs:
 
     def run(self, item: pytest.Item, adapter: RagAdapter, judges: Judges,
             document: Document | DocumentGroup, chosen: ItemSettings,
-            later: Sequence[pytest.Item]) -> Dialogue:
+            later: Sequence[pytest.Item], documents: int) -> Dialogue:
         """The first dialogue of ``item`` (settings ``chosen``), once all its runs ended;
-        ``later``: the items of the same test that run after it."""
+        ``later``: the items of the same test that run after it, of ``documents`` collected."""
         from ..engine.dialogue import arun_dialogue
         from ..engine.models import Document, DocumentGroup
+        from .profiling import judged
         from .scheduling import Progress, Runner
 
         judges = self.judges(judges)
-        settings = chosen.judged_by(judges.models["evaluator"].name)
-        left_out = [m for m in chosen.metrics if m not in settings.metrics]
-        if left_out:
-            self.notes.add(f"{', '.join(left_out)} not scored: {judges.models['evaluator'].name} "
-                           f"judged {'it' if len(left_out) == 1 else 'each'} at chance on "
-                           f"labelled cases (benchmarks/README.md); name "
-                           f"{'it' if len(left_out) == 1 else 'them'} in ragdive_metrics to "
-                           f"score anyway")
+        settings = judged(chosen, judges, self.options.profiles(), self.notes)
         if self._runner is None:
             self._runner = Runner()
             self._progress = Progress(self.config, lambda: self.client().calls_made)
@@ -112,13 +108,17 @@ class Runs:
             "metrics": settings.metrics, "max_regenerations": settings.max_regenerations,
             "validation": settings.validation, "validator_checks": settings.validator_checks,
             "openers": settings.openers, "client": self.client(),
+            "profiles": self.options.profiles(),
             "adapter_timeout": self.options.get("adapter_timeout"),
             "dialogue_timeout": self.options.get("dialogue_timeout"),
         }
         first = self.options.get("seed")
         seeds = range(first, first + (settings.runs if self.update else 1))
         confirming = not self.update and self.options.get("verdict") == "permutation"
-        most = len(seeds) + (settings.confirm_runs if confirming else 0)
+        confirms = confirming and settings.confirm_runs > 0
+        test_wide = confirms and settings.confirm_scope == "test"
+        added = self._confirmations(item, settings, documents, test_wide) if confirms else 0
+        most = len(seeds) + added
 
         def start(doc: Document | DocumentGroup, seed: int) -> Callable[[], Awaitable[Dialogue]]:
             return lambda: arun_dialogue(doc, adapter, seed=seed, **options,
@@ -130,8 +130,6 @@ class Runs:
             return [runner.submit((it.nodeid, seed), start(doc, seed)) for seed in seeds]
 
         own = submit(item, document)
-        confirms = confirming and settings.confirm_runs > 0
-        test_wide = confirms and settings.confirm_scope == "test"
         #: the later items of this test: their documents and first runs
         started: dict[pytest.Item, tuple[Document | DocumentGroup, list[Future]]] = {}
         if self._concurrent(test_wide):  # start the dialogues of this test's later items
@@ -163,14 +161,32 @@ class Runs:
             worse = worse or self._test_confirms[test]
             if worse:  # the other documents' confirmation runs start alongside this one's
                 for other, (doc, _) in started.items():
-                    for seed in range(seeds[-1] + 1, seeds[-1] + 1 + settings.confirm_runs):
+                    for seed in range(seeds[-1] + 1, seeds[-1] + 1 + added):
                         runner.submit((other.nodeid, seed), start(doc, seed))
         if worse:
-            more = range(last + 1, last + 1 + settings.confirm_runs)
+            more = range(last + 1, last + 1 + added)
             dialogues += progress.wait([runner.submit((item.nodeid, seed), start(document, seed))
                                         for seed in more])
         self.dialogues[item.nodeid] = (settings, judges, dialogues)
         return dialogues[0]
+
+    def _confirmations(self, item: pytest.Item, settings: ItemSettings, documents: int,
+                       test_wide: bool) -> int:
+        """The confirmation runs a first run that looks worse draws per document:
+        ``confirm_runs``, or more where that many cannot let the test reach its threshold
+        (:func:`.reach.candidate_runs`, from the item's band's runs); test-wide, the first
+        item's number for all."""
+        from . import bands
+        from .gate import band_runs
+        from .reach import candidate_runs
+
+        key = function_key(item) if test_wide else item.nodeid
+        if key not in self._added:
+            runs = band_runs(bands.item_path(item)) or settings.runs
+            self._added[key] = candidate_runs(documents, runs, len(settings.metrics),
+                                              self.options.get("alpha"),
+                                              settings.confirm_runs) - 1
+        return self._added[key]
 
     def _looks_worse(self, item: pytest.Item, settings: ItemSettings, judges: Judges,
                      dialogue: Dialogue) -> bool:

@@ -4,13 +4,13 @@ their dialogues (``runs``), their verdicts, and the bands an update will write a
 from __future__ import annotations
 
 import os
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .collection import Collection
+from .collection import Collection, remove
 from .marker import MARKER, function_key
 from .options import ItemSettings, Options
 from .runs import Runs
@@ -40,7 +40,7 @@ class RagdiveSession:
         self.notes: set[str] = set()
         self.runs = Runs(config, self.options, self.client, self.notes)
         self.outcomes: dict[str, tuple[Outcome, str]] = {}  # node id -> (outcome, message)
-        self.started = datetime.now(timezone.utc)
+        self.started = datetime.now(UTC)
 
     # -- settings and shared parts ----------------------------------------------------
 
@@ -61,6 +61,7 @@ class RagdiveSession:
                 timeout=self.options.get("call_timeout"),
                 retries=self.options.get("retries"),
                 retry_wait=self.options.get("retry_wait"),
+                retry_budget=self.options.get("retry_budget"),
                 structured_output=self.options.get("structured_output"),
             )
         return self._client
@@ -111,9 +112,11 @@ class RagdiveSession:
                     raise pytest.UsageError(str(exc)) from None
 
     def selected(self, items: list[pytest.Item]) -> None:
-        for item in items:
-            if item.get_closest_marker(MARKER) is not None:
-                self.collection.choose(item)
+        marked = [item for item in items if item.get_closest_marker(MARKER) is not None]
+        if marked:  # a bad judge profile file stops the run before any item
+            self.options.profiles()
+        for item in marked:
+            self.collection.choose(item)
 
     # -- running ------------------------------------------------------------------
 
@@ -122,7 +125,8 @@ class RagdiveSession:
         document: Document | DocumentGroup,
     ) -> Dialogue:
         return self.runs.run(item, adapter, judges, document, self.settings(item),
-                             self.collection.later(item))
+                             self.collection.later(item),
+                             len(self.collection.all_items.get(function_key(item), [item])))
 
     # -- checking -----------------------------------------------------------------
 
@@ -200,7 +204,9 @@ class RagdiveSession:
             self.judge()
         aggregate_bands = self._aggregate_bands
         collection = self.collection
-        self.unused = aggregate.unused_files(collection.scopes, collection.expected_files)
+        self.unused = sorted({*aggregate.unused_files(collection.scopes,
+                                                      collection.expected_files),
+                              *collection.orphaned()})
         if self.update:
             if interrupted:
                 self.notes.add("the update was interrupted: no band was written (the response "
@@ -211,14 +217,14 @@ class RagdiveSession:
                                                      aggregate_bands)
             self.notes.update(notes)
             bands.write_all(docs)
-            for path in self.unused:
-                Path(path).unlink(missing_ok=True)
+            remove(self.unused)
         self._write_reports()
         return False
 
     def _write_reports(self) -> None:
         html, json_path = self.options.get("report"), self.options.get("json")
-        if not (html or json_path):
+        markdown = self.options.markdown
+        if not (html or json_path or markdown):
             return
         from . import outputs
         from .run_record import RunRecord
@@ -229,12 +235,12 @@ class RagdiveSession:
                                       record_mode=get("record_mode"), verdict=get("verdict"),
                                       alpha=get("alpha"), margin=get("band_margin")),
             started=self.started,
-            duration_s=(datetime.now(timezone.utc) - self.started).total_seconds(),
+            duration_s=(datetime.now(UTC) - self.started).total_seconds(),
             chosen=self.collection.chosen, collected=self.collection.all_items,
             results=self.results, outcomes=self.outcomes, aggregates=self.aggregates,
             margin=get("band_margin"),
         )
-        for target in outputs.write(run, html, json_path):
+        for target in outputs.write(run, html, json_path, markdown, self.unused):
             self.notes.add(f"ragdive report written to {target}")
 
     def summary(self, reporter: Any) -> None:

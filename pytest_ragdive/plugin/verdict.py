@@ -2,10 +2,12 @@
 
 Each metric gets an exact permutation test (:mod:`.permutation`): unpaired with documents
 as strata, or, when the candidate ran at the baseline's seeds (a check at the default
-seed), on the pairs' differences, which cancels what a seed alone decides (how hard its
-facts are). Holm's step-down controls the false-alarm rate over the metrics that can reach
-significance on their scores (Tarone's rule). Pure statistics: stdlib, numpy and the metric
-table only.
+seed) in numbers that can reach alpha over the metrics (:mod:`.reach`), on the pairs'
+differences, which cancels what a seed alone decides (how hard its facts are). Holm's
+step-down controls the false-alarm rate over the metrics that can reach significance on
+their scores (Tarone's rule); a design too small to reach its threshold still fails a
+metric whose every run of every document left its band on the worse side. Pure
+statistics: stdlib, numpy and the metric table only.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Literal, NamedTuple
 import numpy as np
 
 from ..engine.metrics import METRICS
-from . import power
+from . import power, reach
 from .permutation import Scores, Seeds, paired, paired_floor, paired_p, permutation_test, strata
 
 Verdict = Literal["worse", "not worse", "inconclusive"]
@@ -60,6 +62,35 @@ class _Tested(NamedTuple):
     floor: float  # the smallest p the design can give
     paired: bool
     spread: tuple[float, float]  # power's (run-to-run SD, variance factor per document)
+    #: when every candidate run of every document is worse than all its baseline runs (each
+    #: left its band), the chance of that with nothing changed: at most the unpaired floor
+    outside: float | None
+
+
+def _outside(runs: Sequence[tuple[np.ndarray, np.ndarray]], higher: bool, margin: float
+             ) -> float | None:
+    """See ``_Tested.outside``; the band is widened by ``margin`` as the item's is."""
+    if all(c.max() < b.min() - margin if higher else c.min() > b.max() + margin
+           for b, c in runs):
+        return reach.unpaired_floor((b.size, c.size) for b, c in runs)
+    return None
+
+
+def _test(base: Scores, cand: Scores, higher: bool, pairs: list[np.ndarray] | None,
+          level: float, margin: float, draws: int, seed: int) -> _Tested:
+    """One metric's test: on the pairs when their number can reach ``level`` (chosen by
+    counts alone, before the scores are read), else unpaired over the same documents."""
+    runs = strata(base, cand)
+    outside = _outside(runs, higher, margin)
+    if pairs and reach.paired_floor(sum(d.size for d in pairs)) <= level:
+        p = paired_p(pairs, higher, draws=draws, seed=seed)
+        return _Tested(_design([d.size for d in pairs]), len(pairs), p,
+                       float(np.mean([d.mean() for d in pairs])), paired_floor(pairs), True,
+                       power.paired_spread(pairs), outside)
+    p, floor = permutation_test(base, cand, higher, draws=draws, seed=seed)
+    return _Tested(_design([c.size for _, c in runs], [b.size for b, _ in runs]), len(runs), p,
+                   float(np.mean([c.mean() - b.mean() for b, c in runs])), floor, False,
+                   power.unpaired_spread(runs), outside)
 
 
 @dataclass(frozen=True)
@@ -99,81 +130,87 @@ def _design(runs: Sequence[int], baseline_runs: Sequence[int] | None = None) -> 
 
 def decide(baseline: Mapping[str, Scores], candidate: Mapping[str, Scores], *,
            alpha: float = 0.05, draws: int = 20000, seed: int = 0,
-           suspects: Iterable[str] | None = None,
+           suspects: Iterable[str] | None = None, margin: float = 0.0,
            baseline_seeds: Mapping[str, Seeds] | None = None,
            candidate_seeds: Mapping[str, Seeds] | None = None) -> list[MetricVerdict]:
     """A verdict per metric from metric -> document -> run scores (and, to pair runs at one
-    seed, metric -> document -> run seeds; without a pair in every document, unpaired).
+    seed, metric -> document -> run seeds; without a pair in every document, or with too
+    few pairs to reach alpha over the metrics, unpaired).
 
     "worse" when Holm's step-down at ``alpha`` over the metrics that can reach
-    significance (:func:`tarone`) rejects;
-    "inconclusive" when the candidate looks worse and is not rejected; "not worse"
-    otherwise. A metric looks worse when its change over every run is on the worse side
-    and it is among ``suspects`` (the plugin's: a first run left its band on the worse
-    side), or without ``suspects`` when it is not in Holm's family or p < 0.5. A metric without a shared document gets no verdict.
+    significance (:func:`tarone`) rejects, or when every candidate run of every document is
+    worse than all its baseline runs, by more than ``margin`` (which an unchanged bot does
+    with a chance of at most the unpaired design's smallest p: the rule that lets a design
+    too small to reach its threshold fail); "inconclusive" when the candidate looks worse and is not rejected;
+    "not worse" otherwise. A metric looks worse when its change over every run is on the
+    worse side and it is among ``suspects`` (the plugin's: a first run left its band on the
+    worse side), or without ``suspects`` when it is not in Holm's family or p < 0.5. A
+    metric without a shared document gets no verdict.
     """
-    suspected = set(suspects) if suspects is not None else None
-    tested: dict[str, _Tested] = {}
-    for metric, base in baseline.items():
-        if metric not in candidate:
-            continue
-        runs = strata(base, candidate[metric])
-        if not runs:
-            continue
+    shared = [m for m in baseline if m in candidate and strata(baseline[m], candidate[m])]
+    for metric in shared:
         if metric not in METRICS:
             raise ValueError(f"unknown metric {metric!r}; known: {', '.join(METRICS)}")
-        higher = METRICS[metric]
-        pairs = (paired(base, candidate[metric], baseline_seeds.get(metric, {}),
+    level = reach.level(alpha, len(shared))
+    tested = {}
+    for metric in shared:
+        pairs = (paired(baseline[metric], candidate[metric], baseline_seeds.get(metric, {}),
                         candidate_seeds.get(metric, {}))
                  if baseline_seeds is not None and candidate_seeds is not None else None)
-        if pairs:
-            p = paired_p(pairs, higher, draws=draws, seed=seed)
-            delta = float(np.mean([d.mean() for d in pairs]))
-            tested[metric] = _Tested(_design([d.size for d in pairs]), len(pairs), p, delta,
-                                     paired_floor(pairs), True, power.paired_spread(pairs))
-            continue
-        p, floor = permutation_test(base, candidate[metric], higher, draws=draws, seed=seed)
-        delta = float(np.mean([c.mean() - b.mean() for b, c in runs]))
-        tested[metric] = _Tested(
-            _design([c.size for _, c in runs], [b.size for b, _ in runs]), len(runs), p, delta,
-            floor, False, power.unpaired_spread(runs))
-    family, reach = tarone({metric: entry.floor for metric, entry in tested.items()}, alpha)
+        tested[metric] = _test(baseline[metric], candidate[metric], METRICS[metric], pairs,
+                               level, margin, draws, seed)
+    family, reachable = tarone({metric: entry.floor for metric, entry in tested.items()},
+                               alpha)
     p_values = {metric: entry.p for metric, entry in tested.items() if metric in family}
     rejected = holm(p_values, alpha)
     m = len(p_values)
     step = {name: alpha / (m - rank) for rank, (name, _) in enumerate(_holm_order(p_values))}
+    suspected = set(suspects) if suspects is not None else None
     verdicts = []
-    for metric, (design, documents, p, delta, floor, is_paired, spread) in tested.items():
-        leans = delta < 0 if METRICS[metric] else delta > 0
+    for metric, entry in tested.items():
+        leans = entry.delta < 0 if METRICS[metric] else entry.delta > 0
         # one document's first run below its band is not a suspicion the runs keep when
         # they lean the other way over every document (the accepted bot at seed 100)
         looks_worse = leans and (metric in suspected if suspected is not None
-                                 else metric not in family or p < 0.5)
-        side = "lower" if delta < 0 else "higher"
-        change = f"candidate {side} by {abs(delta):.3f} over {_count([documents], 'document')}"
-        verdict: Verdict
-        if metric in rejected:
-            verdict = "worse"
-            reason = f"{change}: p = {_fmt(p)} ≤ Holm threshold {_fmt(step[metric])}"
-        elif looks_worse and metric not in family:
-            verdict = "inconclusive"
-            reason = (f"{design} cannot reach p ≤ {_fmt(reach)} on these scores (smallest "
-                      f"possible p {_fmt(floor)}): add documents or runs; "
-                      + power.advice(*spread, documents, floor, delta, reach))
-        elif looks_worse:
-            verdict = "inconclusive"
-            reason = (f"{change}, p = {_fmt(p)} > Holm threshold {_fmt(step[metric])}: "
-                      "more documents or runs would decide (ragdive_confirm_runs, "
-                      "baseline runs); "
-                      + power.advice(*spread, documents, floor, delta, alpha / m))
-        else:
-            verdict = "not worse"
-            reason = f"{change}, p = {_fmt(p)}"
-        if is_paired and verdict != "inconclusive":
-            reason += f" ({design})"
-        verdicts.append(MetricVerdict(metric, verdict, p, delta, floor, reason,
-                                      metric in family))
+                                 else metric not in family or entry.p < 0.5)
+        verdict, reason = _reason(entry, metric in rejected, looks_worse, metric in family,
+                                  step.get(metric, reachable), reachable, alpha / max(m, 1))
+        verdicts.append(MetricVerdict(metric, verdict, entry.p, entry.delta, entry.floor,
+                                      reason, metric in family))
     return verdicts
+
+
+def _reason(entry: _Tested, rejected: bool, looks_worse: bool, in_family: bool,
+            threshold: float, reachable: float, first: float) -> tuple[Verdict, str]:
+    """A metric's verdict and why, from its test; ``threshold``: its Holm threshold,
+    ``reachable``: the family's level, ``first``: Holm's first threshold."""
+    design, documents, p, delta, floor, is_paired, spread, outside = entry
+    side = "lower" if delta < 0 else "higher"
+    change = f"candidate {side} by {abs(delta):.3f} over {_count([documents], 'document')}"
+    verdict: Verdict
+    if rejected:
+        verdict = "worse"
+        reason = f"{change}: p = {_fmt(p)} ≤ Holm threshold {_fmt(threshold)}"
+    elif outside is not None:
+        verdict = "worse"
+        reason = (f"{change}: every run of every document is outside its band, on the worse "
+                  f"side (p = {_fmt(p)}; by chance at most {_fmt(outside)} of the time)")
+    elif looks_worse and not in_family:
+        verdict = "inconclusive"
+        reason = (f"{design} cannot reach p ≤ {_fmt(reachable)} on these scores (smallest "
+                  f"possible p {_fmt(floor)}): add documents or runs; "
+                  + power.advice(*spread, documents, floor, delta, reachable))
+    elif looks_worse:
+        verdict = "inconclusive"
+        reason = (f"{change}, p = {_fmt(p)} > Holm threshold {_fmt(threshold)}: "
+                  "more documents or runs would decide (ragdive_confirm_runs, "
+                  "baseline runs); " + power.advice(*spread, documents, floor, delta, first))
+    else:
+        verdict = "not worse"
+        reason = f"{change}, p = {_fmt(p)}"
+    if is_paired and verdict != "inconclusive":
+        reason += f" ({design})"
+    return verdict, reason
 
 
 def needs_confirmation(verdicts: Iterable[MetricVerdict]) -> bool:

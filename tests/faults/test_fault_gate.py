@@ -8,7 +8,9 @@ import math
 from pathlib import Path
 
 import pytest
-from conftest import PROJECT_CONFTEST
+from conftest import PROJECT_CONFTEST, PROJECT_FIXTURES
+
+from pytest_ragdive.plugin.run_record import RunRecord
 
 README_BODY = '''
 import pytest_ragdive as ragdive
@@ -150,13 +152,114 @@ def test_an_update_with_a_failed_item_writes_none_of_its_tests_bands(
     assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
 
 
-def test_a_corrupt_aggregate_band_is_named_not_called_a_regression(project: pytest.Pytester
-                                                                     ) -> None:
+@pytest.mark.parametrize("damage", [
+    lambda band: "{ not json",
+    lambda band: json.dumps({**band, "metrics": {m: {**s, "runs": []}
+                                                 for m, s in band["metrics"].items()}}),
+], ids=["not json", "no runs"])
+@pytest.mark.parametrize(("args", "items"), [
+    (["--ragdive-verdict=band"], 2), (["--ragdive-verdict=permutation"], 2),
+    (["-k", "alpha"], 1)], ids=["band rule", "permutation verdict", "some documents"])
+def test_a_corrupt_aggregate_band_is_named_not_called_a_regression(
+        project: pytest.Pytester, damage, args: list[str], items: int) -> None:
     aggregate = recorded(project).parent / "test_bot.aggregate.json"
-    aggregate.write_text("{ not json")
-    result = ragdive(project, "--ragdive-verdict=band")
-    result.assert_outcomes(passed=2, failed=1)
-    result.stdout.fnmatch_lines(["FAILED: test_bot.py::test_bot: the baseline *test_bot.aggregate"
-                                 ".json is not a valid band file*--ragdive-update*"])
+    aggregate.write_text(damage(json.loads(aggregate.read_text())))
+    before = aggregate.read_text()
+    result = ragdive(project, *args)
+    # under every rule, and when only some documents ran (issue 53): the test's verdict
+    # fails on the file the permutation verdict does not read
+    result.assert_outcomes(passed=items, failed=1)
+    result.stdout.fnmatch_lines([("FAILED: test_bot.py::test_bot: the baseline "
+                                  "*test_bot.aggregate.json is not a valid band file*"
+                                  "--ragdive-update*")])
     assert "left its aggregate band" not in result.stdout.str()
-    assert aggregate.read_text() == "{ not json"
+    assert aggregate.read_text() == before
+
+
+#: a judge that turns every judgement against a bot in mode "wrong" (correctness 1.0 -> 0.0,
+#: forgetfulness 0.0 -> 1.0, context retention 1.0 -> 0.0), and the bot
+AGAINST = """
+
+import re
+
+_judged_fairly = yes
+
+def yes(messages):
+    prompt = messages[-1]["content"]
+    reply = re.split("eply(?: to check)?: ", prompt)  # the judged reply, not the validator's
+    if len(reply) > 1 and "(all wrong)" in reply[-1]:
+        return 0.9 if "contradict something" in prompt else 0.1
+    return _judged_fairly(messages)
+
+JUDGE = scripted({"YesNo": yes}, name="judge")
+
+class WrongBot(Bot):
+    def answer(self, question, history):
+        if os.environ.get("BOT_MODE") == "wrong":
+            return ragdive.RagAnswer(answer=f"{question} -> (all wrong)", contexts=["a fact"])
+        return super().answer(question, history)
+"""
+TWO_TURNS = """
+import pytest_ragdive as ragdive
+
+@ragdive.conversation(turns=2)
+def test_bot(ragdive_dialogue):
+    pass
+"""
+
+
+def against(project: pytest.Pytester, body: str) -> pytest.Pytester:
+    """The project with :data:`AGAINST`'s judge and bot, every metric scored."""
+    project.makeconftest(PROJECT_CONFTEST + AGAINST
+                         + PROJECT_FIXTURES.replace("Bot()", "WrongBot()"))
+    project.makepyfile(test_bot=body)
+    return project
+
+
+@pytest.mark.parametrize("args", [[], ["-k", "alpha"], ["-n", "2"]],
+                         ids=["two documents", "one document", "two documents, xdist"])
+def test_a_bot_wrong_everywhere_fails_a_suite_of_one_or_two_documents(
+        project: pytest.Pytester, monkeypatch, args: list[str]) -> None:
+    against(project, TWO_TURNS)
+    update = ragdive(project, "--ragdive-update")
+    update.assert_outcomes(passed=2)
+    unchanged = ragdive(project, "--ragdive-seed=100", *args)  # unseen seeds: new dialogues
+    assert unchanged.ret == pytest.ExitCode.OK
+    for output in (update, unchanged):
+        assert "cannot fail" not in output.stdout.str()
+    monkeypatch.setenv("BOT_MODE", "wrong")
+    result = ragdive(project, "--ragdive-json=run.json", *args)
+    # issue 53: 2 documents × 3 runs paired by seed reach 1/64 at best, not 0.05 / 4; one
+    # document's 3 + 3 runs reach 1/20 at best
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    (test,) = RunRecord.model_validate_json((project.path / "run.json").read_text()).tests
+    verdicts = {v.metric: v.verdict for v in test.verdicts}
+    assert verdicts["correctness"] == verdicts["forgetfulness"] == "worse", verdicts
+    assert test.failed
+
+
+ONE_DOCUMENT = """
+ragdive_document = ragdive.document_fixture([
+    ragdive.Document(id="alpha", text="Alpha is a tower built in 1901.")])
+"""
+
+
+def test_a_test_that_cannot_reach_its_threshold_says_so_and_fails_when_every_run_leaves(
+        project: pytest.Pytester, monkeypatch) -> None:
+    # one document of one baseline run: 8 candidate runs reach p = 1/9 at best
+    against(project, TWO_TURNS.replace(
+        "turns=2", 'turns=2, runs=1, metrics=["correctness", "forgetfulness"]'))
+    project.makeconftest(project.path.joinpath("conftest.py").read_text() + ONE_DOCUMENT)
+    says = "*this test cannot fail: add documents or runs, or choose ragdive_verdict = band*"
+    update = ragdive(project, "--ragdive-update")
+    update.assert_outcomes(passed=1)
+    update.stdout.fnmatch_lines([says])  # when the bands are recorded
+    unchanged = ragdive(project, "--ragdive-seed=100")
+    assert unchanged.ret == pytest.ExitCode.OK
+    unchanged.stdout.fnmatch_lines([says])  # and at every check
+    monkeypatch.setenv("BOT_MODE", "wrong")
+    result = ragdive(project)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines([
+        "*correctness*worse*every run of every document is outside its band, on the worse side*",
+        says, "FAILED test_bot.py::test_bot - worse than the baseline: *correctness*"])

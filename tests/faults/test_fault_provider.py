@@ -46,13 +46,19 @@ def test_a_burst_within_the_budget_is_ridden_out(tmp_path: Path, status: int) ->
     assert run_blocking(llm.yes_probability(model, ASK)) == pytest.approx(0.9)
 
 
-@pytest.mark.parametrize("status", [429, 500])
+@pytest.mark.parametrize(("status", "failure"), [
+    (500, r"gave up after 3 attempts: .*Raise ini ragdive_retries"),
+    # a busy provider is retried whatever the count, within the budget of waits
+    (429, (r"gave up after \d+ attempts and 0.\d s of waits between them, as the next wait "
+           r"would pass ini ragdive_retry_budget = 0.1 s: .*slow down.*Raise "
+           r"ragdive_retry_budget")),
+])
 def test_a_storm_beyond_the_budget_names_the_cause_and_the_setting(
-    tmp_path: Path, status: int
+    tmp_path: Path, status: int, failure: str
 ) -> None:
-    model = scripted({"YesNo": storm(status, 10)})
-    llm = client(tmp_path, retries=2, retry_wait=0.01)
-    with pytest.raises(ModelError, match=r"gave up after 3 attempts: .*Raise ini ragdive_retries"):
+    model = scripted({"YesNo": storm(status, 1000)})
+    llm = client(tmp_path, retries=2, retry_wait=0.01, retry_budget=0.1)
+    with pytest.raises(ModelError, match=failure):
         run_blocking(llm.yes_probability(model, ASK))
 
 
@@ -101,12 +107,14 @@ JUDGE = scripted({"YesNo": limited_once}, name="judge")
 
 
 @pytest.mark.parametrize(("ini", "failure"), [
-    ("ragdive_retries = 0", "*gave up after 1 attempt: RateLimitError: *slow down*. Raise ini "
-                            "ragdive_retries or ragdive_retry_wait if the provider is only busy"),
-    ("ragdive_retry_wait = 0.1", "*the provider asked to retry after 0.2 s (Retry-After), "
-                                 "longer than ragdive_retry_wait = 0.1 s: *"),
-    ("", ""),  # the defaults: 4 retries, waits up to 30 s
-], ids=["no-retries", "short-wait", "defaults"])
+    ("ragdive_retry_budget = 0.1", ("*gave up after 1 attempt and 0.0 s of waits between "
+                                    "them, as the next wait would pass ini ragdive_retry_budget "
+                                    "= 0.1 s: RateLimitError: *slow down*")),
+    ("ragdive_retry_wait = 0.1", ("*the provider asked to retry after 0.2 s (Retry-After), "
+                                  "longer than ragdive_retry_wait = 0.1 s: *")),
+    ("ragdive_retries = 0", ""),  # the count bounds other failures: a rate limit is waited out
+    ("", ""),  # the defaults: waits up to 30 s, 300 s in all
+], ids=["short-budget", "short-wait", "no-retries", "defaults"])
 def test_the_retry_settings_of_the_ini_decide_whether_a_limited_call_fails_its_item(
     project: pytest.Pytester, ini: str, failure: str
 ) -> None:

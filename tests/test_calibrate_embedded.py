@@ -1,0 +1,99 @@
+"""Calibration with the embedded model on a subset of the labelled cases, as the judge
+benchmark measures it, and with the same weights served over HTTP by llama-cpp-python's
+server: the same figures either way, and the served weights, given the embedded model's
+profile by a profile file, hold a 2-turn dialogue with the package defaults.
+
+Needs pytest-ragdive[embedded]; about 10 minutes on 2 cores (``-m embedded``)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from test_http_server import DOC, Bot, server_installed
+
+import pytest_ragdive as ragdive
+from pytest_ragdive.engine.calibration import Calibration, calibrate
+from pytest_ragdive.engine.cases import Case, shipped
+from pytest_ragdive.engine.dialogue import run_blocking
+from pytest_ragdive.engine.profile_files import dumps, load
+from pytest_ragdive.engine.profiles import shipped as shipped_profiles
+from pytest_ragdive.llm import embedded
+from pytest_ragdive.llm.cache import ResponseCache
+from pytest_ragdive.llm.client import LLMClient
+from pytest_ragdive.llm.model import Model
+from pytest_ragdive.llm.usage import Usage, usage_scope
+
+pytestmark = [pytest.mark.embedded,
+              pytest.mark.skipif(not embedded.is_installed(),
+                                 reason="needs pytest-ragdive[embedded]")]
+
+EMBEDDED = "embedded/qwen2.5-coder-1.5b"
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def subset() -> list[Case]:
+    """The `short` correctness cases of the first three documents (24, half right), and the
+    development forgetfulness cases of one document with the held-out ones of another."""
+    short = [c for c in shipped(["correctness"]) if c.group == "short"][:24]
+    forgot = [c for c in shipped(["forgetfulness"])
+              if c.group in ("espresso-machine", "coast-line-timetable")]
+    return short + forgot
+
+
+def measure(model: Model, cache: Path) -> tuple[Calibration, Usage]:
+    client = LLMClient(ResponseCache(cache, "new"), concurrency=1, timeout=900)
+    with usage_scope(Usage()) as usage:
+        return run_blocking(calibrate(client, model, subset())), usage
+
+
+def test_the_embedded_model_calibrates_as_the_benchmark_measures_it(tmp_path: Path) -> None:
+    result, usage = measure(Model(EMBEDDED), tmp_path)
+    assert result.reading == "logprobs" and usage.calls > 48
+    correctness = result.judgements["correctness"]
+    # benchmarks/README.md: the `short` source at 0.5, 0.958 on its 48 cases
+    assert correctness.at(0.5)[0] >= 0.8
+    assert result.profile(None, "a test").judgement("correctness").informative
+    # the benchmark's own reading of the same cases, from the same core, replays the calls
+    sys.path.insert(0, str(BENCHMARKS))
+    import judges as benchmark
+
+    from pytest_ragdive.engine.questions import combine
+
+    client = LLMClient(ResponseCache(tmp_path, "none"), concurrency=1)
+    cases = [c for c in subset() if c.judgement == "correctness"]
+    answers, _ = run_blocking(benchmark.answers(client, cases))
+    assert [combine("correctness", a) for a in answers] == list(correctness.scores)
+    # a second calibration of the same model replays
+    _, again = measure(Model(EMBEDDED), tmp_path)
+    assert (again.calls, again.cache_hits) == (0, usage.calls)
+
+
+@pytest.mark.skipif(not server_installed(), reason="needs llama-cpp-python's server")
+def test_the_served_weights_calibrate_as_the_embedded_runtime_and_hold_a_dialogue(
+    tmp_path: Path
+) -> None:
+    from pytest_ragdive.llm.embedded.server import embedded_server
+
+    local, _ = measure(Model(EMBEDDED), tmp_path / "embedded")
+    with embedded_server() as url:
+        served = Model("openai/qwen", {"api_base": url, "api_key": "local-test-key"})
+        remote, _ = measure(served, tmp_path / "served")
+        for name, measured in local.judgements.items():
+            other = remote.judgements[name]
+            assert other.at(measured.fitted()) == pytest.approx(
+                measured.at(measured.fitted()), abs=0.05), name
+            assert other.decide("logprobs").informative == measured.decide(
+                "logprobs").informative, name
+        # given the embedded model's profile by a profile file, the served weights get its
+        # aids, and hold a 2-turn dialogue with the package defaults
+        path = tmp_path / "profiles.json"
+        path.write_text(dumps({"openai/qwen": shipped_profiles()[EMBEDDED]}))
+        dialogue = ragdive.run_dialogue(
+            DOC, Bot(), judges=ragdive.Judges(served), turns=2, profiles=load(path),
+            client=LLMClient(ResponseCache(tmp_path / "dialogue", "new"), concurrency=1,
+                             timeout=900),
+            dialogue_timeout=3600)
+    assert "generation" not in dialogue.errors, dialogue.errors
+    assert len(dialogue.turns) == 2
