@@ -48,6 +48,8 @@ class Check(NamedTuple):
 #: query, follow-ups asked by their fact's kind ("Who runs it?", ``engine/kinds.py``) and
 #: correctness and forgetfulness the judged metrics of the embedded default
 CHECKS: list[Check] = [
+    Check("accepted", 100, None, "passed", None),
+    Check("history none", 100, None, "regressed", "correctness"),
 ]
 
 

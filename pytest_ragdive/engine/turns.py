@@ -54,7 +54,7 @@ async def next_turn(
             temperature=judges.generator_temperature, seed=seed + attempt, opener=opener,
         )
         report("validate")
-        verdict = exact_verdict(candidate, group, dialogue.turns)
+        verdict = exact_verdict(candidate, group, dialogue.turns, opener=opener is not None)
         validated = not (validation == "once" and judged)
         if verdict.valid and validated and model_checks:
             try:

@@ -83,9 +83,10 @@ def model_checks(model: Model, setting: str) -> dict[str, float]:
 
 
 def exact_verdict(candidate: GeneratedTurn, document: Document | DocumentGroup,
-                  history: list[Turn]) -> Verdict:
+                  history: list[Turn], *, opener: bool = False) -> Verdict:
     """The exact checks' verdict on ``candidate``; about a group of documents, its evidence
-    is checked against the document it names (:mod:`.sources`)."""
+    is checked against the document it names (:mod:`.sources`). A real user's first
+    message (``opener``) is taken as it was written, naming what it names."""
     group = DocumentGroup.of(document)
     earlier = [t.generated for t in history]
     # a vague turn's answer key is its readings, the document's own facts, and its message
@@ -94,7 +95,7 @@ def exact_verdict(candidate: GeneratedTurn, document: Document | DocumentGroup,
     found: dict[str, str | None] = {} if vague else {
         "evidence_in_source": sources.evidence_check(candidate, group)}
     found["reads_naturally"] = checks.mentions_source(candidate)
-    if not history and len(group.documents) == 1:
+    if not history and len(group.documents) == 1 and not opener:
         found["names_its_topic"] = follow_ups.names_its_topic(candidate.standalone_question,
                                                               group.documents[0])
     if candidate.question_type == "cross_document":
