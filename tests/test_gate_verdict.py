@@ -214,8 +214,9 @@ class Bot:
         return Session(next(_dialogues))
 
 def next_question(messages):
-    if "(stuck)" in messages[-1]["content"]:
-        return {"standalone_question": "What is the topic?", "rag_input": "And the topic?",
+    if "(stuck)" in messages[-1]["content"]:  # turn 1's question again: always rejected
+        first = generic("FirstQuestion")(messages)["question"]
+        return {"standalone_question": first, "rag_input": "And the topic?",
                 "ground_truth": "The topic.", "question_type": "follow_up"}
     return generic("NextQuestion")(messages)
 
