@@ -17,7 +17,7 @@ from pytest_ragdive.llm.scripted import calls, max_in_flight, scripted
 
 DOC = ragdive.Document(id="tower", text="The Alder Tower is 120 m tall. It opened in 1931.")
 #: the scripted generator's first question about DOC
-FIRST = "What is the topic of The Alder Tower is 120 m tall?"
+FIRST = "What is the topic of The Alder Tower is 120?"
 
 
 class Bot:

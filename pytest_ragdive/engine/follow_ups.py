@@ -103,8 +103,9 @@ def names_its_topic(question: str, document: Document) -> str | None:
     loaded with (its words alone pick it out, :func:`~.checks.singles_out`); else what to
     fix. "What is the name of the ferry?" where the knowledge base has two ferries leaves
     even a bot that keeps the conversation guessing, at turn 1 and at every "it" after."""
-    if not document.others or singles_out(question, document.text, document.others):
-        return None
+    if (not document.others or singles_out(question, document.text, document.others)
+            or not singles_out(document.text, document.text, document.others)):
+        return None  # alone, told apart, or with no word of its own to be told apart by
     return ("the question could be about several of the services or topics a user could "
             "mean; name the one it asks about, as a user who starts a conversation does")
 

@@ -68,7 +68,7 @@ def generic(schema: str) -> Responder:
     if schema == "FirstQuestion":
         # it names what it asks about, as a first question must among look-alike documents
         return lambda messages: {
-            "question": f"What is the topic of {first_sentence(messages).rstrip('.!?')}?",
+            "question": f"What is the topic of {' '.join(first_sentence(messages).split()[:5])}?",
             "evidence": first_sentence(messages), "ground_truth": "The topic."}
     if schema == "OpenerKey":  # a real user's first message: the document answers it
         def opener_key(messages: list[dict[str, Any]]) -> dict[str, Any]:

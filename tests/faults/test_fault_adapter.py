@@ -28,7 +28,7 @@ class Bot:
         ({"answer": 120}, "returned dict for"),
         (None, "returned NoneType for"),
         (ragdive.RagAnswer.model_construct(answer="It is 120 m.", contexts=[120, None]),
-         "returned RagAnswer for 'What is the topic of The tower is 120 m tall?' (contexts.0: Input should be a valid "
+         "returned RagAnswer for 'What is the topic of The tower is 120 m?' (contexts.0: Input should be a valid "
          "string)"),
     ],
     ids=["str", "bad dict", "None", "unvalidated RagAnswer"],
