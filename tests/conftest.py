@@ -2,8 +2,8 @@ import tempfile
 
 import pytest
 
-import pytest_ragdive.plugin.aggregate  # noqa: F401
-import pytest_ragdive.plugin.gate  # noqa: F401
+import pytest_ragdive.plugin.aggregate
+import pytest_ragdive.plugin.gate
 import pytest_ragdive.plugin.report  # noqa: F401
 from pytest_ragdive import Dialogue, Document, Judges, RagAnswer, run_dialogue
 from pytest_ragdive.llm.scripted import scripted
@@ -135,3 +135,21 @@ def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytes
     pytester.makepyfile(test_bot=PROJECT_TEST)
     pytester.makeini(PROJECT_INI)
     return pytester
+
+
+#: a test of two turns and three baseline runs, scored on correctness and forgetfulness
+BODY = '''
+import pytest_ragdive as ragdive
+
+@ragdive.conversation(turns=2, runs=3, metrics=["correctness", "forgetfulness"])
+def test_bot(ragdive_dialogue):
+    pass
+'''
+
+
+@pytest.fixture
+def recorded(project: pytest.Pytester) -> pytest.Pytester:
+    """The project with ``BODY`` as its test, its bands recorded."""
+    project.makepyfile(test_bot=BODY)
+    project.runpytest("-m", "ragdive", "--ragdive-update").assert_outcomes(passed=2)
+    return project

@@ -8,23 +8,9 @@ import json
 import xml.etree.ElementTree as ET
 
 import pytest
+from conftest import BODY
 
 from pytest_ragdive.plugin.run_record import RunRecord
-
-BODY = '''
-import pytest_ragdive as ragdive
-
-@ragdive.conversation(turns=2, runs=3, metrics=["correctness", "forgetfulness"])
-def test_bot(ragdive_dialogue):
-    pass
-'''
-
-
-@pytest.fixture
-def recorded(project: pytest.Pytester) -> pytest.Pytester:
-    project.makepyfile(test_bot=BODY)
-    project.runpytest("-m", "ragdive", "--ragdive-update").assert_outcomes(passed=2)
-    return project
 
 
 def test_an_unchanged_bot_replays_its_first_run_and_passes(recorded) -> None:

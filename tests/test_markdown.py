@@ -8,21 +8,6 @@ import pytest
 from pytest_ragdive.plugin.markdown import render
 from pytest_ragdive.plugin.run_record import ItemRecord, MetricVerdictRecord, RunRecord, TestRecord
 
-BODY = '''
-import pytest_ragdive as ragdive
-
-@ragdive.conversation(turns=2, runs=3, metrics=["correctness", "forgetfulness"])
-def test_bot(ragdive_dialogue):
-    pass
-'''
-
-
-@pytest.fixture
-def recorded(project: pytest.Pytester) -> pytest.Pytester:
-    project.makepyfile(test_bot=BODY)
-    project.runpytest("-m", "ragdive", "--ragdive-update").assert_outcomes(passed=2)
-    return project
-
 
 @pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["in-process", "xdist"])
 def test_a_regression_is_written_with_its_metrics_and_where_to_look(recorded, monkeypatch,
