@@ -23,7 +23,7 @@ from collections import Counter
 from pathlib import Path
 from statistics import fmean
 
-from pytest_ragdive.engine.models import Dialogue, Turn
+from pytest_ragdive.engine.base.models import Dialogue, Turn
 from pytest_ragdive.plugin.run_record import RunRecord
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "example_project"

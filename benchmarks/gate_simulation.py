@@ -52,7 +52,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pytest_ragdive.plugin import reach
-from pytest_ragdive.plugin.verdict import MetricVerdict, decide, needs_confirmation
+from pytest_ragdive.plugin.verdict import MetricVerdict, decide
 
 SHAPES = ((3, 3, 1), (3, 3, 2), (3, 3, 3), (6, 3, 1), (6, 3, 2), (10, 3, 1), (10, 5, 2))
 CONFIRMED = ((3, 3), (6, 3), (10, 3), (10, 5))  # D, R: k = 1, then confirmed
@@ -108,6 +108,11 @@ def worse(verdicts: list[MetricVerdict]) -> bool:
     return any(v.verdict == "worse" for v in verdicts)
 
 
+def undecided(verdicts: list[MetricVerdict]) -> bool:
+    """Some verdict is inconclusive: more candidate runs would decide."""
+    return any(v.verdict == "inconclusive" for v in verdicts)
+
+
 def leaves_band(baseline: np.ndarray, first_run: np.ndarray) -> np.ndarray:
     """Per document: the first candidate run leaves its min..max band on the worse side."""
     return (first_run[0] > baseline[0].max(axis=1)) | (first_run[1] < baseline[1].min(axis=1))
@@ -156,7 +161,7 @@ def simulate(job: Job) -> Counts:
         else:
             verdicts = decide(base, by_metric(candidate[:, :, :job.k]), alpha=job.alpha)
             used = job.k
-        inconclusive += needs_confirmation(verdicts)
+        inconclusive += undecided(verdicts)
         flagged += worse(verdicts)
         band_flagged += band_leaves(baseline, candidate[:, :, 0])
         candidate_runs += used

@@ -42,9 +42,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest_ragdive as ragdive
-from pytest_ragdive.engine import checks, follow_ups, sources
-from pytest_ragdive.engine.groups import group_documents
-from pytest_ragdive.engine.models import DocumentGroup
+from pytest_ragdive.engine.generation import follow_ups
+from pytest_ragdive.engine.validation import checks
+from pytest_ragdive.engine.validation import sources
+from pytest_ragdive.engine.documents.groups import group_documents
+from pytest_ragdive.engine.base.models import DocumentGroup
 from pytest_ragdive.llm.cache import ResponseCache
 from pytest_ragdive.llm.client import LLMClient
 

@@ -8,7 +8,7 @@
 
 The cases ship with the package (pytest_ragdive/judge_cases, see its README): balanced,
 written from documents of several kinds. Each is scored by the package's calibration core
-(``pytest_ragdive.engine.calibration``, what ``python -m pytest_ragdive calibrate`` runs),
+(``pytest_ragdive.engine.profiles.calibration``, what ``python -m pytest_ragdive calibrate`` runs),
 through the package's own prompts and client, so the numbers are those of the package's
 judges. Printed per judgement: balanced accuracy at the threshold of the model's judge
 profile (the shipped one for the embedded model, else the plain reading), on the
@@ -30,13 +30,18 @@ from typing import Any
 
 from judge_cases import HERE, best_threshold, documents, held_out, load, pearson, row
 
-from pytest_ragdive.engine import calibration, validator
-from pytest_ragdive.engine.cases import Case, Exchange, earlier_turns, shipped, shipped_file
-from pytest_ragdive.engine.dialogue import run_blocking
-from pytest_ragdive.engine.models import GeneratedTurn
-from pytest_ragdive.engine.profiles import Profiles
-from pytest_ragdive.engine.questions import EXACT_YES, JUDGES, combine
-from pytest_ragdive.engine.ragas_metrics import RagasMetrics
+from pytest_ragdive.engine.profiles import calibration
+
+from pytest_ragdive.engine.validation import validator
+from pytest_ragdive.engine.profiles.cases import Case, Exchange, earlier_turns, shipped, shipped_file
+from pytest_ragdive.engine.conversation.dialogue import run_blocking
+from pytest_ragdive.engine.base.models import GeneratedTurn
+from pytest_ragdive.engine.profiles.profile import Profiles
+from pytest_ragdive.engine.evaluation.binary import JUDGES, combine, exact_yes
+from pytest_ragdive.engine.evaluation.ragas_metrics import RagasMetrics
+from pytest_ragdive.engine.roles import mistaken, switching, vague
+from pytest_ragdive.engine.roles.registry import role
+from pytest_ragdive.engine.roles.role import Role
 from pytest_ragdive.llm.cache import ResponseCache
 from pytest_ragdive.llm.client import LLMClient
 from pytest_ragdive.llm.model import Model
@@ -47,6 +52,15 @@ SECTIONS = ("correctness", "multi_turn", "subject", "ragas", "validator", "premi
             "clarified")
 #: the model measured (``--model``), whose judge profile gives "the package's" thresholds
 MODEL = Model(EMBEDDED)
+
+
+def role_of(turn: GeneratedTurn) -> Role:
+    """The role that wrote a labelled turn, by what marks its turns."""
+    if turn.premise:
+        return mistaken.ROLE
+    if turn.readings:
+        return vague.ROLE
+    return switching.ROLE if turn.topic_shift else role("precise")
 
 
 def threshold(judgement: str) -> float:
@@ -229,8 +243,11 @@ async def validator_checks(client: LLMClient) -> list[dict[str, Any]]:
             else:
                 candidate = GeneratedTurn(**record["candidate"])
                 earlier = earlier_turns(Exchange(**h) for h in record["history"])
-                verdict = validator.exact_verdict(candidate, docs[record["document"]], earlier)
-                passed = validator.CATEGORIES[check] not in verdict.categories
+                role = role_of(candidate)
+                verdict = validator.exact_verdict(candidate, docs[record["document"]], earlier,
+                                                  role=role)
+                category = role.categories.get(check) or validator.CATEGORIES[check]
+                passed = category not in verdict.categories
                 p_yes = float(passed)
             predicted.append(int(passed))
             scores.append(p_yes or 0.0)
@@ -276,7 +293,7 @@ async def clarified(client: LLMClient) -> list[dict[str, Any]]:
     the code alone, and with a question mark for a question, for comparison."""
     cases = shipped(["clarified"])
     parts = {"dev": split(cases, False), "held": split(cases, True)}
-    check = EXACT_YES["clarified"][0]
+    check = exact_yes("clarified")[0]
     exact = {k: [float(check(c.turns()[0])) for c in chosen] for k, chosen in parts.items()}
     package, rows, cut = JUDGES["clarified"], [], threshold("clarified")
     tried = {"ask which one, and its negation (the package's)": package,

@@ -19,8 +19,8 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-from pytest_ragdive.engine.checks import words
-from pytest_ragdive.engine.models import Turn
+from pytest_ragdive.engine.validation.checks import words
+from pytest_ragdive.engine.base.models import Turn
 from pytest_ragdive.llm.cache import ResponseCache
 from pytest_ragdive.llm.client import LLMClient
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from pytest_ragdive.engine.dialogue import run_blocking
+from pytest_ragdive.engine.conversation.dialogue import run_blocking
 from pytest_ragdive.llm.cache import ResponseCache
 from pytest_ragdive.llm.client import LLMClient
 from pytest_ragdive.llm.embedded import runtime, weights

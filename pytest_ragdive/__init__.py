@@ -18,29 +18,33 @@ from .plugin.marker import conversation, document_fixture
 __version__ = "0.1.0"
 
 _LAZY = {
-    "Document": "engine.models",
-    "DocumentGroup": "engine.models",
-    "Message": "engine.models",
-    "RagAnswer": "engine.models",
-    "GeneratedTurn": "engine.models",
-    "Verdict": "engine.models",
-    "Turn": "engine.models",
-    "Judgement": "engine.models",
-    "Dialogue": "engine.models",
+    "Document": "engine.base.models",
+    "DocumentGroup": "engine.base.models",
+    "Message": "engine.base.models",
+    "RagAnswer": "engine.base.models",
+    "GeneratedTurn": "engine.base.models",
+    "Verdict": "engine.base.models",
+    "Turn": "engine.base.models",
+    "Judgement": "engine.base.models",
+    "Dialogue": "engine.base.models",
+    "Role": "engine.roles.role",
+    "RoleMetric": "engine.roles.role",
+    "Plan": "engine.roles.role",
+    "BinaryJudge": "engine.evaluation.judge",
     "Usage": "llm.usage",
-    "SETTINGS": "engine.settings",
-    "METRICS": "engine.metrics",
-    "Judges": "engine.judges",
+    "SETTINGS": "engine.base.settings",
+    "METRICS": "engine.base.metrics",
+    "Judges": "engine.base.judges",
     "Model": "llm.model",
     "LLMClient": "llm.client",
     "ResponseCache": "llm.cache",
     "CacheMiss": "llm.cache",
     "RecordMode": "llm.cache",
-    "load_documents": "engine.documents",
-    "RagAdapter": "engine.dialogue",
-    "arun_dialogue": "engine.dialogue",
-    "arun_dialogues": "engine.dialogue",
-    "run_dialogue": "engine.dialogue",
+    "load_documents": "engine.documents.loading",
+    "RagAdapter": "engine.conversation.dialogue",
+    "arun_dialogue": "engine.conversation.dialogue",
+    "arun_dialogues": "engine.conversation.dialogue",
+    "run_dialogue": "engine.conversation.dialogue",
     "HttpAdapter": "adapters.http",
     "LangChainAdapter": "adapters.langchain",
     "LlamaIndexAdapter": "adapters.llamaindex",
@@ -52,11 +56,11 @@ if TYPE_CHECKING:
     from .adapters.http import HttpAdapter
     from .adapters.langchain import LangChainAdapter
     from .adapters.llamaindex import LlamaIndexAdapter
-    from .engine.dialogue import RagAdapter, arun_dialogue, arun_dialogues, run_dialogue
-    from .engine.documents import load_documents
-    from .engine.judges import Judges
-    from .engine.metrics import METRICS
-    from .engine.models import (
+    from .engine.conversation.dialogue import RagAdapter, arun_dialogue, arun_dialogues, run_dialogue
+    from .engine.documents.loading import load_documents
+    from .engine.base.judges import Judges
+    from .engine.base.metrics import METRICS
+    from .engine.base.models import (
         Dialogue,
         Document,
         DocumentGroup,
@@ -67,7 +71,9 @@ if TYPE_CHECKING:
         Turn,
         Verdict,
     )
-    from .engine.settings import SETTINGS
+    from .engine.base.settings import SETTINGS
+    from .engine.evaluation.judge import BinaryJudge
+    from .engine.roles.role import Plan, Role, RoleMetric
     from .llm.cache import CacheMiss, RecordMode, ResponseCache
     from .llm.client import LLMClient
     from .llm.model import Model

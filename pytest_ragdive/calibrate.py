@@ -16,12 +16,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .engine.profiles import JUDGEMENTS
+from .engine.profiles.profile import JUDGEMENTS
 
 if TYPE_CHECKING:
-    from .engine.calibration import Calibration
-    from .engine.cases import Case
-    from .engine.profiles import Profile
+    from .engine.profiles.calibration import Calibration
+    from .engine.profiles.cases import Case
+    from .engine.profiles.profile import Profile
     from .llm.model import Model
 
 #: what ``--only`` takes besides a judgement: the generator's own follow-up messages
@@ -51,10 +51,10 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
 def main(args: argparse.Namespace) -> int:
     """Run the command; 0 on success, 2 when the cases or the profile file are not usable
     (nothing is then written)."""
-    from .engine.calibration_cost import estimate
-    from .engine.cases import CaseError, read, shipped
-    from .engine.own_messages import conversations
-    from .engine.profiles import ProfileError, parse
+    from .engine.profiles.cost import estimate
+    from .engine.profiles.cases import CaseError, read, shipped
+    from .engine.profiles.own_messages import conversations
+    from .engine.profiles.profile import ProfileError, parse
     from .llm.model import Model
 
     model = Model(args.model, {"api_base": args.api_base} if args.api_base else {})
@@ -81,11 +81,11 @@ def main(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace, model: Model, cases: Sequence[Case],
          follow_ups: Sequence[Case]) -> int:
-    from .engine.calibration import calibrate
-    from .engine.calibration_cost import price
-    from .engine.dialogue import run_blocking
-    from .engine.profile_files import table, write
-    from .engine.profiles import Profiles, parse
+    from .engine.profiles.calibration import calibrate
+    from .engine.profiles.cost import price
+    from .engine.conversation.dialogue import run_blocking
+    from .engine.profiles.files import table, write
+    from .engine.profiles.profile import Profiles, parse
     from .llm.cache import ResponseCache
     from .llm.client import LLMClient
     from .llm.usage import Usage, usage_scope

@@ -103,7 +103,7 @@ def test_processes_writing_the_same_key_leave_a_whole_entry(tmp_path: Path) -> N
 
 
 def test_two_servers_of_one_model_name_never_share_replies(tmp_path) -> None:
-    from pytest_ragdive.engine.dialogue import run_blocking
+    from pytest_ragdive.engine.conversation.dialogue import run_blocking
     from pytest_ragdive.llm.cache import ResponseCache, request_key
     from pytest_ragdive.llm.client import LLMClient
     from pytest_ragdive.llm.model import Model

@@ -14,11 +14,11 @@ import pytest
 from test_http_server import DOC, Bot, server_installed
 
 import pytest_ragdive as ragdive
-from pytest_ragdive.engine.calibration import Calibration, calibrate
-from pytest_ragdive.engine.cases import Case, shipped
-from pytest_ragdive.engine.dialogue import run_blocking
-from pytest_ragdive.engine.profile_files import dumps, load
-from pytest_ragdive.engine.profiles import shipped as shipped_profiles
+from pytest_ragdive.engine.profiles.calibration import Calibration, calibrate
+from pytest_ragdive.engine.profiles.cases import Case, shipped
+from pytest_ragdive.engine.conversation.dialogue import run_blocking
+from pytest_ragdive.engine.profiles.files import dumps, load
+from pytest_ragdive.engine.profiles.profile import shipped as shipped_profiles
 from pytest_ragdive.llm import embedded
 from pytest_ragdive.llm.cache import ResponseCache
 from pytest_ragdive.llm.client import LLMClient
@@ -59,7 +59,7 @@ def test_the_embedded_model_calibrates_as_the_benchmark_measures_it(tmp_path: Pa
     sys.path.insert(0, str(BENCHMARKS))
     import judges as benchmark
 
-    from pytest_ragdive.engine.questions import combine
+    from pytest_ragdive.engine.evaluation.binary import combine
 
     client = LLMClient(ResponseCache(tmp_path, "none"), concurrency=1)
     cases = [c for c in subset() if c.judgement == "correctness"]

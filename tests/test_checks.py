@@ -7,8 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pytest_ragdive.engine import checks
-from pytest_ragdive.engine.models import GeneratedTurn
+from pytest_ragdive.engine.validation import checks
+from pytest_ragdive.engine.base.models import GeneratedTurn
 
 DOC = ("CityCycle is Brenmouth's public bike-share scheme. It was launched on 1 June 2014 with "
        "300 bicycles and has since grown to 1,150 bicycles, including 350 electric bikes added "
@@ -69,7 +69,7 @@ def test_a_message_two_documents_hold_alike_singles_out_neither_in_every_process
     # both ferries' documents hold every word of it: equal weights, summed in a set's order
     kb = Path(__file__).resolve().parents[1] / "example_project" / "kb"
     message = "What are the numbers of passengers and bicycles carried by the Tern ferry?"
-    code = ("import pytest_ragdive as r; from pytest_ragdive.engine.checks import singles_out; "
+    code = ("import pytest_ragdive as r; from pytest_ragdive.engine.validation.checks import singles_out; "
             f"d = {{x.id: x for x in r.load_documents({str(kb)!r})}}['harbour-ferry']; "
             f"print(singles_out({message!r}, d.text, d.others))")
     outputs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import pytest_ragdive as ragdive
-from pytest_ragdive.engine.evaluator import RAGAS_METRICS
+from pytest_ragdive.engine.evaluation.evaluator import RAGAS_METRICS
 from pytest_ragdive.llm.client import LLMClient
 from pytest_ragdive.llm.scripted import calls, scripted
 from pytest_ragdive.llm.structured import schema_text

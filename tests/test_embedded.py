@@ -17,7 +17,7 @@ from typing import Any, Literal
 import pytest
 from pydantic import BaseModel
 
-from pytest_ragdive.engine.dialogue import run_blocking
+from pytest_ragdive.engine.conversation.dialogue import run_blocking
 from pytest_ragdive.llm.embedded import grammar, provider, runtime, weights
 from pytest_ragdive.llm.embedded.weights import EmbeddedModelError
 

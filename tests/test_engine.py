@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 import pytest_ragdive as ragdive
-from pytest_ragdive.engine.dialogue import run_blocking
-from pytest_ragdive.engine.metrics import ROLE_METRICS
-from pytest_ragdive.engine.validator import QUESTIONS
+from pytest_ragdive.engine.conversation.dialogue import run_blocking
+from pytest_ragdive.engine.base.metrics import ROLE_METRICS
+from pytest_ragdive.engine.validation.validator import QUESTIONS
 from pytest_ragdive.llm.scripted import calls, max_in_flight, scripted
 
 DOC = ragdive.Document(id="tower", text="The Alder Tower is 120 m tall. It opened in 1931.")

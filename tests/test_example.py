@@ -124,7 +124,7 @@ def test_the_band_rule_fails_the_unchanged_bot_the_permutation_verdict_does_not(
 def test_the_conversations_beyond_one_document_replay_and_hold_what_each_kind_promises(
     pytester: pytest.Pytester, example: Path
 ) -> None:
-    from pytest_ragdive.engine.premises import refuted
+    from pytest_ragdive.engine.roles.mistaken import refuted
     from pytest_ragdive.plugin.run_record import RunRecord
 
     # beyond/ is its own suite: the main one leaves it out (collect_ignore), this runs it

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_ragdive.engine.documents import known_together
-from pytest_ragdive.engine.follow_ups import (
+from pytest_ragdive.engine.documents.loading import known_together
+from pytest_ragdive.engine.roles import mistaken
+from pytest_ragdive.engine.roles.registry import role
+from pytest_ragdive.engine.generation.follow_ups import (
     about_subject,
     chat_message,
     depends_on_conversation,
@@ -17,7 +19,7 @@ from pytest_ragdive.engine.follow_ups import (
     told_apart,
     unnamed,
 )
-from pytest_ragdive.engine.models import Document, GeneratedTurn, RagAnswer, Turn
+from pytest_ragdive.engine.base.models import Document, GeneratedTurn, RagAnswer, Turn
 
 FIRST = ["What is Brenmouth's public bike-share scheme called?",
          "It is called CityCycle. It has 1,150 bicycles and the Tern ferry takes them."]
@@ -56,6 +58,8 @@ TRAM = ["Which tram line circles the old town?",
 ])
 def test_a_phrase_is_replaced_whole_and_verbs_stay(standalone: str, message: str) -> None:
     assert refer_back(standalone, TRAM, TRAM) == message
+
+PRECISE = role("precise")
 
 
 def test_a_question_about_nothing_said_or_only_generic_words_cannot_refer_back() -> None:
@@ -178,7 +182,7 @@ def test_a_follow_up_naming_what_only_its_document_has_is_told_apart() -> None:
 
 
 def test_the_validator_sends_back_a_follow_up_its_words_alone_answer() -> None:
-    from pytest_ragdive.engine.validator import exact_verdict
+    from pytest_ragdive.engine.validation.validator import exact_verdict
 
     river = _ferries()["river"]
     first = Turn(index=1, answer=RagAnswer(answer="It is the River Ferry of Brenmouth."),
@@ -191,17 +195,17 @@ def test_the_validator_sends_back_a_follow_up_its_words_alone_answer() -> None:
                              ground_truth=evidence, question_type="follow_up", evidence=evidence)
 
     owner = asked("Who owns it?", "Who owns the River Ferry?", "It is owned by the Ardle Trust.")
-    assert exact_verdict(owner, river, [first]).valid
+    assert exact_verdict(owner, river, [first], role=PRECISE).valid
     quay = asked("When do boats leave the Old Quay?",
                  "When do boats of the River Ferry leave the Old Quay?",
                  "Boats leave the Old Quay every 60 minutes.")
-    verdict = exact_verdict(quay, river, [first])
+    verdict = exact_verdict(quay, river, [first], role=PRECISE)
     assert verdict.categories == ["rag_input_not_connected"] and '"quay"' in verdict.feedback
     # a premise states its fact in full: that turn tests correcting, not memory
     premise = "Boats leave the Old Quay every 90 minutes."
     stated = quay.model_copy(update={"premise": premise,
                                      "rag_input": f"{premise} When do they leave it?"})
-    assert exact_verdict(stated, river, [first]).valid
+    assert exact_verdict(stated, river, [first], role=mistaken.ROLE).valid
 
 
 def test_a_phrase_that_tells_the_document_apart_becomes_a_pronoun_once_said() -> None:

@@ -11,11 +11,12 @@ from pathlib import Path
 import pytest
 from conftest import PROJECT_FIXTURES, PROJECT_INI
 
-from pytest_ragdive.engine.facts import next_fact, next_facts
-from pytest_ragdive.engine.groups import by_shared_words
-from pytest_ragdive.engine.models import Document, DocumentGroup, GeneratedTurn, RagAnswer, Turn
-from pytest_ragdive.engine.premises import figures
-from pytest_ragdive.engine.validator import exact_verdict
+from pytest_ragdive.engine.generation.facts import next_fact, next_facts
+from pytest_ragdive.engine.roles.registry import role
+from pytest_ragdive.engine.documents.groups import by_shared_words
+from pytest_ragdive.engine.base.models import Document, DocumentGroup, GeneratedTurn, RagAnswer, Turn
+from pytest_ragdive.engine.roles.mistaken import figures
+from pytest_ragdive.engine.validation.validator import exact_verdict
 
 BIKE = ("CityCycle has 1,150 bicycles at 96 stations. Bicycles may be taken on the harbour "
         "ferry free of charge. An annual CityCycle membership costs 60 marks.")
@@ -234,7 +235,7 @@ def test_ini(ragdive_document):
 
 def test_the_rule_groups_each_document_with_its_nearest_in_every_process() -> None:
     kb = Path(__file__).resolve().parents[1] / "example_project" / "kb"
-    code = ("import pytest_ragdive as r; from pytest_ragdive.engine.groups import "
+    code = ("import pytest_ragdive as r; from pytest_ragdive.engine.documents.groups import "
             f"by_shared_words as g; d = r.load_documents({str(kb)!r}); "
             "print([x.id for x in g(d, 2)], [x.id for x in g(d, 3)])")
     outputs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -296,13 +297,13 @@ def test_a_follow_up_moves_to_the_document_not_asked_about_then_may_use_both() -
 ])
 def test_the_exact_checks_tie_a_turn_to_the_documents_it_names(candidate: Turn,
                                                                 reason: str) -> None:
-    verdict = exact_verdict(candidate.generated, PAIR, [])
+    verdict = exact_verdict(candidate.generated, PAIR, [], role=role("precise"))
     assert not verdict.valid and verdict.categories == ["ground_truth"]
     assert reason in verdict.feedback
     both = candidate.generated.model_copy(update={
         "ground_truth": "A membership is 60 marks and a crossing 3 marks."})
     if both.question_type == "cross_document":
-        assert exact_verdict(both, PAIR, []).valid
+        assert exact_verdict(both, PAIR, [], role=role("precise")).valid
 
 
 def test_a_group_has_prompts_of_its_own_and_one_documents_bands_stay_fresh(
@@ -331,7 +332,7 @@ def test_a_group_has_prompts_of_its_own_and_one_documents_bands_stay_fresh(
 
 
 def test_a_turn_of_a_group_is_about_the_documents_its_evidence_is_from() -> None:
-    from pytest_ragdive.engine.evaluator import subject_of
+    from pytest_ragdive.engine.evaluation.evaluator import subject_of
 
     pair = DocumentGroup(documents=[
         Document(id="bike", text="# Brenmouth Bike-Share\n\nText."),

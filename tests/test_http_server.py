@@ -19,7 +19,7 @@ from typing import ClassVar
 import pytest
 
 import pytest_ragdive as ragdive
-from pytest_ragdive.engine.dialogue import run_blocking
+from pytest_ragdive.engine.conversation.dialogue import run_blocking
 from pytest_ragdive.llm import embedded
 from pytest_ragdive.llm.cache import ResponseCache
 from pytest_ragdive.llm.client import LLMClient

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 import pytest_ragdive as ragdive
-from pytest_ragdive.engine.documents import known_together
-from pytest_ragdive.engine.kinds import kind_message, unasked_kind
+from pytest_ragdive.engine.documents.loading import known_together
+from pytest_ragdive.engine.generation.kinds import kind_message, unasked_kind
 from pytest_ragdive.llm.scripted import calls, scripted
 
 

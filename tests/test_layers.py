@@ -105,8 +105,8 @@ def test_no_import_circle() -> None:
 
 def test_the_checks_see_imports_and_circles() -> None:
     edges = graph()
-    assert "pytest_ragdive.engine.models" in edges["pytest_ragdive.engine.dialogue"]
-    assert "pytest_ragdive.llm.client" in edges["pytest_ragdive.engine.dialogue"]
+    assert "pytest_ragdive.engine.base.models" in edges["pytest_ragdive.engine.conversation.dialogue"]
+    assert "pytest_ragdive.llm.client" in edges["pytest_ragdive.engine.conversation.dialogue"]
     assert "pytest_ragdive.plugin.bands" in edges["pytest_ragdive.plugin.aggregate"]
     # importing pytest_ragdive.llm.embedded.weights (in a function) runs
     # pytest_ragdive.llm.embedded first

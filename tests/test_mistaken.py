@@ -8,8 +8,8 @@ import re
 import pytest
 from conftest import PROJECT_FIXTURES, role_dialogue, role_project
 
-from pytest_ragdive.engine.models import Dialogue, GeneratedTurn
-from pytest_ragdive.engine.premises import changed_figure, false_premise, refuted
+from pytest_ragdive.engine.base.models import Dialogue, GeneratedTurn
+from pytest_ragdive.engine.roles.mistaken import ROLE, changed_figure, false_premise, refuted
 
 FERRY = ("The Tern ferry crosses the bay in 40 minutes. A single ticket costs 6 euros. "
          "The ferry carries at most 120 passengers. It first sailed in 1987.")
@@ -149,8 +149,8 @@ def test_the_role_and_its_judge_count_only_in_the_digest_of_the_bands_that_use_t
 ) -> None:
     from dataclasses import replace
 
-    from pytest_ragdive.engine import questions
-    from pytest_ragdive.engine.settings import EVERY_ROLE
+    from pytest_ragdive.engine.evaluation import binary as questions
+    from pytest_ragdive.engine.base.settings import EVERY_ROLE
     from pytest_ragdive.plugin.gate import prompts_digest
 
     def digests() -> tuple[str, str]:
@@ -171,8 +171,8 @@ def test_the_role_and_its_judge_count_only_in_the_digest_of_the_bands_that_use_t
 
 
 def test_the_judge_is_told_both_figures_and_asked_of_the_reply_and_of_the_key() -> None:
-    from pytest_ragdive.engine.models import RagAnswer, Turn
-    from pytest_ragdive.engine.questions import judge_prompts
+    from pytest_ragdive.engine.base.models import RagAnswer, Turn
+    from pytest_ragdive.engine.evaluation.binary import judge_prompts
 
     evidence = "The ferry carries at most 120 passengers."
     premise = false_premise(evidence, 0)
@@ -192,8 +192,8 @@ def test_the_judge_is_told_both_figures_and_asked_of_the_reply_and_of_the_key() 
 
 
 def test_a_premise_turns_question_may_lean_on_its_premise() -> None:
-    from pytest_ragdive.engine.models import Document, RagAnswer, Turn
-    from pytest_ragdive.engine.validator import exact_verdict
+    from pytest_ragdive.engine.base.models import Document, RagAnswer, Turn
+    from pytest_ragdive.engine.validation.validator import exact_verdict
 
     evidence = "The harbour bus runs every 20 minutes."
     document = Document(id="d", text=f"The Tern ferry crosses the bay. {evidence}")
@@ -207,11 +207,11 @@ def test_a_premise_turns_question_may_lean_on_its_premise() -> None:
                           standalone_question="How often does the harbour bus run?",
                           question_type="follow_up", evidence=evidence)
     # on its own, "it" has nothing in the conversation to stand for
-    assert exact_verdict(asked, document, history).categories == ["rag_input_not_connected"]
+    assert exact_verdict(asked, document, history, role=ROLE).categories == ["rag_input_not_connected"]
     stated = asked.model_copy(update={"rag_input": f"{premise} {asked.rag_input}",
                                       "premise": premise})
-    assert exact_verdict(stated, document, history).valid
+    assert exact_verdict(stated, document, history, role=ROLE).valid
     # a premise that is not the evidence with one figure changed is rejected
     wrong = stated.model_copy(update={"premise": "The harbour bus is blue.",
                                       "rag_input": "The harbour bus is blue. How often does it run?"})
-    assert "ground_truth" in exact_verdict(wrong, document, history).categories
+    assert "ground_truth" in exact_verdict(wrong, document, history, role=ROLE).categories

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from pytest_ragdive.plugin import power
-from pytest_ragdive.plugin.permutation import permutation_p
+from pytest_ragdive.plugin.permutation import permutation_test
 from pytest_ragdive.plugin.verdict import decide
 
 SD, CHANGE, LEVEL = 0.2, 0.15, 0.01
@@ -21,7 +21,8 @@ def rejections(rng: np.random.Generator, documents: int, sessions: int = 150) ->
         levels = rng.uniform(0.3, 0.7, documents)
         base = {f"d{i}": list(levels[i] + rng.normal(0, SD, 3)) for i in range(documents)}
         cand = {f"d{i}": [levels[i] - CHANGE + rng.normal(0, SD)] for i in range(documents)}
-        hits += permutation_p(base, cand, True, draws=2000, seed=int(rng.integers(1e9))) <= LEVEL
+        hits += permutation_test(base, cand, True, draws=2000,
+                                 seed=int(rng.integers(1e9)))[0] <= LEVEL
     return hits / sessions
 
 

@@ -8,11 +8,12 @@ from pathlib import Path
 import pytest
 
 import pytest_ragdive as ragdive
-from pytest_ragdive.engine.dialogue import run_blocking
-from pytest_ragdive.engine.generator import generate_turn
-from pytest_ragdive.engine.models import GeneratedTurn, RagAnswer, Turn
-from pytest_ragdive.engine.profile_files import dumps, judges_digest, legacy, load, table
-from pytest_ragdive.engine.profiles import (
+from pytest_ragdive.engine.conversation.dialogue import run_blocking
+from pytest_ragdive.engine.roles.registry import role
+from pytest_ragdive.engine.generation.generator import generate_turn
+from pytest_ragdive.engine.base.models import GeneratedTurn, RagAnswer, Turn
+from pytest_ragdive.engine.profiles.files import dumps, judges_digest, legacy, load, table
+from pytest_ragdive.engine.profiles.profile import (
     BINARY,
     JUDGEMENTS,
     MIN_ACCURACY,
@@ -25,14 +26,15 @@ from pytest_ragdive.engine.profiles import (
     scope,
     shipped,
 )
-from pytest_ragdive.engine.questions import JUDGES
-from pytest_ragdive.engine.settings import SETTINGS, scored_metrics
-from pytest_ragdive.engine.validator import QUESTIONS, model_checks
+from pytest_ragdive.engine.evaluation.binary import JUDGES
+from pytest_ragdive.engine.base.settings import SETTINGS, scored_metrics
+from pytest_ragdive.engine.validation.validator import QUESTIONS, model_checks
 from pytest_ragdive.llm.cache import ResponseCache
 from pytest_ragdive.llm.client import LLMClient
 from pytest_ragdive.llm.model import Model
 from pytest_ragdive.llm.scripted import calls, scripted
 from pytest_ragdive.plugin.profiling import stale_profiles
+from pytest_ragdive.plugin.records import ProducedBy
 
 EMBEDDED = "embedded/qwen2.5-coder-1.5b"
 ROOT = Path(__file__).resolve().parent.parent
@@ -78,13 +80,14 @@ def test_a_model_without_a_profile_is_judged_at_the_plain_reading() -> None:
 def test_a_band_from_before_profiles_reads_as_the_profile_it_was_scored_with() -> None:
     judges = {"evaluator": EMBEDDED, "generator": EMBEDDED, "validator": EMBEDDED}
     embedded = {"profiles": {EMBEDDED: shipped()[EMBEDDED].record()}}
-    assert stale_profiles({"judges": judges}, embedded) is None
+    assert stale_profiles(ProducedBy(judges=judges), ProducedBy(**embedded)) is None
     recalibrated = {"profiles": {EMBEDDED: with_judgements().record()}}
-    assert stale_profiles({"judges": judges}, recalibrated) == (
+    assert stale_profiles(ProducedBy(judges=judges), ProducedBy(**recalibrated)) == (
         f"profiles: {embedded['profiles']!r} -> {recalibrated['profiles']!r}")
     other = {"profiles": {"openai/x": default_profile().record()}}
-    assert stale_profiles({"judges": {"evaluator": "openai/x"}}, other)
-    assert stale_profiles({**other, "judges": {"evaluator": "openai/x"}}, other) is None
+    assert stale_profiles(ProducedBy(judges={"evaluator": "openai/x"}), ProducedBy(**other))
+    assert stale_profiles(ProducedBy(**other, judges={"evaluator": "openai/x"}),
+                          ProducedBy(**other)) is None
 
 
 def test_a_metric_at_chance_is_left_out_of_its_models_default() -> None:
@@ -153,7 +156,7 @@ def test_a_message_is_rewritten_only_for_a_model_whose_profile_needs_it(tmp_path
     def message(profiles: Profiles) -> str:
         async def write() -> str:
             with scope(profiles):
-                turn = await generate_turn(client, model, document=DOC, role="precise",
+                turn = await generate_turn(client, model, document=DOC, role=role("precise"),
                                            history=history, temperature=0.7, seed=0)
             return turn.rag_input
         return run_blocking(write())
@@ -197,6 +200,6 @@ def test_a_stale_or_missing_profile_file_is_an_error(tmp_path: Path) -> None:
 
 def test_the_profile_file_round_trips_and_the_docs_show_the_embedded_one() -> None:
     assert parse(dumps(shipped()), "x") == shipped()
-    assert (ROOT / "pytest_ragdive/engine/profiles.json").read_text() == dumps(shipped())
+    assert (ROOT / "pytest_ragdive/engine/profiles/profiles.json").read_text() == dumps(shipped())
     page = (ROOT / "docs" / "judges.md").read_text(encoding="utf-8")
     assert table(shipped()[EMBEDDED]) in page, "docs/judges.md shows another embedded profile"

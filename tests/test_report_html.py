@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_ragdive.engine.metrics import MULTI_TURN_METRICS
-from pytest_ragdive.engine.models import (
+from pytest_ragdive.engine.base.metrics import MULTI_TURN_METRICS
+from pytest_ragdive.engine.base.models import (
     Dialogue,
     GeneratedTurn,
     Judgement,
@@ -22,9 +22,10 @@ from pytest_ragdive.engine.models import (
     Usage,
     Verdict,
 )
-from pytest_ragdive.engine.settings import EVERY_ROLE as METRICS  # the six of RAG-DIVE
+from pytest_ragdive.engine.base.settings import EVERY_ROLE as METRICS  # the six of RAG-DIVE
 from pytest_ragdive.plugin import bands as baseline
 from pytest_ragdive.plugin.html_report import chart, render
+from pytest_ragdive.plugin.records import BandDoc, ProducedBy
 from pytest_ragdive.plugin.run_record import (
     Band,
     ItemRecord,
@@ -95,14 +96,14 @@ def dialogue(document_id: str, turns: int, seed: int = 0, hostile: bool = False)
     )
 
 
-def band_around(scores: dict[str, float], rng: random.Random) -> dict[str, object]:
+def band_around(scores: dict[str, float], rng: random.Random) -> BandDoc:
     """A band file whose three runs spread around ``scores``."""
     runs = {}
     for metric, value in scores.items():
         below, above = rng.uniform(0.0, 0.08), rng.uniform(0.0, 0.08)
         spread = [value - below, value + above, value + (above - below) / 2]
         runs[metric] = [round(min(1.0, max(0.0, v)), 4) for v in spread]
-    return baseline.band(runs, {"turns": 3})
+    return baseline.band(runs, ProducedBy(turns=3))
 
 
 def sample_record(documents: int = 3, turns: int = 3, hostile: bool = False) -> RunRecord:
@@ -206,7 +207,7 @@ def test_unknown_fields_are_refused() -> None:
 
 @pytest.mark.parametrize("margin", [0.0, 0.05])
 def test_verdicts_agree_with_the_plugins_band_check(margin: float) -> None:
-    doc = baseline.band({m: [0.4, 0.6] for m in METRICS}, {})
+    doc = baseline.band({m: [0.4, 0.6] for m in METRICS}, ProducedBy())
     for metric in METRICS:
         for step in range(101):
             value = step / 100
@@ -218,7 +219,7 @@ def test_verdicts_agree_with_the_plugins_band_check(margin: float) -> None:
 
 
 def test_metric_records_name_unscored_and_unbanded_metrics() -> None:
-    doc = baseline.band({"correctness": [0.5, 0.7], "faithfulness": [0.9]}, {})
+    doc = baseline.band({"correctness": [0.5, 0.7], "faithfulness": [0.9]}, ProducedBy())
     records = metric_records({"forgetfulness": 0.2, "correctness": 0.6}, doc, margin=0.01)
     by_name = {r.name: r for r in records}
     assert [r.name for r in records] == ["correctness", "faithfulness", "forgetfulness"]

@@ -9,7 +9,7 @@ import re
 import pytest
 from conftest import PROJECT_FIXTURES, PROJECT_INI, ROLE_TEST, role_dialogue, role_project
 
-from pytest_ragdive.engine.models import (
+from pytest_ragdive.engine.base.models import (
     Dialogue,
     Document,
     DocumentGroup,
@@ -17,14 +17,15 @@ from pytest_ragdive.engine.models import (
     RagAnswer,
     Turn,
 )
-from pytest_ragdive.engine.switching import (
+from pytest_ragdive.engine.roles.registry import role
+from pytest_ragdive.engine.roles.switching import (
     LEAD_INS,
     distinguishing,
-    needs_group,
+    ROLE,
     return_message,
     shift_checks,
 )
-from pytest_ragdive.engine.validator import exact_verdict
+from pytest_ragdive.engine.validation.validator import exact_verdict
 
 BIKES = ("CityCycle has 900 bicycles in the city. CityCycle was launched in 2014 by the "
          "council. A CityCycle membership costs 60 euros a year. CityCycle has 50 stations near "
@@ -201,7 +202,7 @@ def test_the_role_on_one_document_is_an_error_naming_the_fix(
 
 def test_run_dialogue_on_one_document_in_the_role_is_an_error() -> None:
     from pytest_ragdive import Judges, run_dialogue
-    from pytest_ragdive.engine.settings import SettingError
+    from pytest_ragdive.engine.base.settings import SettingError
     from pytest_ragdive.llm.scripted import calls, scripted
 
     model = scripted()
@@ -211,8 +212,8 @@ def test_run_dialogue_on_one_document_in_the_role_is_an_error() -> None:
         run_dialogue(Document(id="bikes", text=BIKES), object(), judges=Judges(model),
                      role="switching")
     assert calls(model) == []
-    needs_group("switching", PAIR, "here")  # a group is fine, and so is any other role
-    needs_group("precise", DocumentGroup(documents=[PAIR.documents[0]]), "here")
+    ROLE.check_group(PAIR, "here", "fix")  # a group is fine, and so is any other role
+    role("precise").check_group(DocumentGroup(documents=[PAIR.documents[0]]), "here", "fix")
 
 
 PAIR = DocumentGroup(documents=[Document(id="bikes", text=BIKES),
@@ -288,7 +289,7 @@ def test_the_exact_checks_of_switch_and_return_turns(turn: GeneratedTurn, check:
     found = {c: r for c, r in shift_checks(turn, PAIR, history).items() if r}
     assert list(found) == ([check] if check else [])
     assert reason in found.get(check, "")
-    verdict = exact_verdict(turn, PAIR, history)
+    verdict = exact_verdict(turn, PAIR, history, role=ROLE)
     # neither has to lean on the conversation: a switch names its topic, a return refers
     # back by its lead-in
     assert verdict.valid is (not check)
@@ -303,7 +304,7 @@ def test_a_turn_recorded_before_topic_shifts_loads() -> None:
 
 
 def test_the_breakdown_shows_switch_and_return_turns_as_types_of_their_own() -> None:
-    from pytest_ragdive.engine.models import Judgement
+    from pytest_ragdive.engine.base.models import Judgement
     from pytest_ragdive.plugin.breakdown import cells
 
     judged = {"correctness": Judgement(score=1.0)}
@@ -313,12 +314,12 @@ def test_the_breakdown_shows_switch_and_return_turns_as_types_of_their_own() -> 
 
 
 def test_the_role_counts_only_in_the_digest_of_its_own_bands() -> None:
-    from pytest_ragdive.engine.settings import EVERY_ROLE
+    from pytest_ragdive.engine.base.settings import EVERY_ROLE
     from pytest_ragdive.plugin.gate import prompts_digest
 
     assert prompts_digest("switching", EVERY_ROLE, True) != prompts_digest(
         "precise", EVERY_ROLE, True)
     # no metric of its own: its default metrics are the six of every role
-    from pytest_ragdive.engine.settings import scored_metrics
+    from pytest_ragdive.engine.base.settings import scored_metrics
 
     assert scored_metrics(None, 5, "here", role="switching") == EVERY_ROLE

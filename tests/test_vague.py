@@ -8,9 +8,10 @@ import re
 import pytest
 from conftest import PROJECT_FIXTURES, role_dialogue, role_project
 
-from pytest_ragdive.engine.facts import facts
-from pytest_ragdive.engine.models import Dialogue, Document, GeneratedTurn, RagAnswer, Turn
-from pytest_ragdive.engine.readings import (
+from pytest_ragdive.engine.generation.facts import facts
+from pytest_ragdive.engine.base.models import Dialogue, Document, GeneratedTurn, RagAnswer, Turn
+from pytest_ragdive.engine.roles.vague import (
+    ROLE,
     answer_key,
     answers,
     answers_each,
@@ -211,7 +212,7 @@ def test_a_reply_that_gives_every_readings_answer_is_clarified_by_code(reply: st
 
 
 def test_the_judge_sees_the_readings_and_is_asked_and_asked_the_negation() -> None:
-    from pytest_ragdive.engine.questions import judge_prompts
+    from pytest_ragdive.engine.evaluation.binary import judge_prompts
 
     turn = Turn(index=2, answer=RagAnswer(answer="Every two weeks."), generated=GeneratedTurn(
         rag_input="How often is it emptied?", standalone_question="How often is a bin emptied?",
@@ -233,8 +234,8 @@ def test_the_role_and_its_judge_count_only_in_the_digest_of_the_bands_that_use_t
 ) -> None:
     from dataclasses import replace
 
-    from pytest_ragdive.engine import questions
-    from pytest_ragdive.engine.settings import EVERY_ROLE
+    from pytest_ragdive.engine.evaluation import binary as questions
+    from pytest_ragdive.engine.base.settings import EVERY_ROLE
     from pytest_ragdive.plugin.gate import prompts_digest
 
     def digests() -> tuple[str, ...]:
@@ -285,8 +286,8 @@ def test_the_labelled_cases_are_vague_turns_as_the_role_writes_them() -> None:
 
 
 def test_the_generator_asks_about_one_reading_as_about_any_fact(tmp_path) -> None:
-    from pytest_ragdive.engine.dialogue import run_blocking
-    from pytest_ragdive.engine.generator import generate_turn
+    from pytest_ragdive.engine.conversation.dialogue import run_blocking
+    from pytest_ragdive.engine.generation.generator import generate_turn
     from pytest_ragdive.llm.cache import ResponseCache
     from pytest_ragdive.llm.client import LLMClient
     from pytest_ragdive.llm.model import Model
@@ -305,7 +306,7 @@ def test_the_generator_asks_about_one_reading_as_about_any_fact(tmp_path) -> Non
         evidence="Brenmouth runs household bins and city tickets."))
     turn = run_blocking(generate_turn(
         LLMClient(ResponseCache(tmp_path)), Model(model), document=Document(id="t", text=TOWN),
-        role="vague", history=[opened], temperature=0.7, seed=0))
+        role=ROLE, history=[opened], temperature=0.7, seed=0))
     ((_, messages),) = calls(model)
     # the prompt of any follow-up, about the first reading
     assert f"\nFact: {turn.readings[0]}\n" in messages[-1]["content"]

@@ -10,8 +10,13 @@ import time
 import numpy as np
 import pytest
 
-from pytest_ragdive.plugin.permutation import paired, paired_p, permutation_p, permutation_test
-from pytest_ragdive.plugin.verdict import decide, holm, needs_confirmation, tarone
+from pytest_ragdive.plugin.permutation import paired, paired_p, permutation_test
+from pytest_ragdive.plugin.verdict import decide, holm, tarone
+
+
+def permutation_p(base, cand, higher_is_better: bool, **kwargs) -> float:
+    """The p-value of the permutation test."""
+    return permutation_test(base, cand, higher_is_better, **kwargs)[0]
 
 
 def least_p(base, cand, higher_is_better: bool) -> float:
@@ -56,7 +61,7 @@ def test_a_clearly_worse_candidate_is_worse() -> None:
     verdicts = decide(base, cand)
     assert [v.verdict for v in verdicts] == ["worse", "worse"]
     assert all(v.delta < -0.2 and v.p < 0.001 for v in verdicts)
-    assert not needs_confirmation(verdicts)
+    assert not any(v.verdict == "inconclusive" for v in verdicts)
 
 
 def test_the_least_p_of_untied_scores_follows_the_formula() -> None:
@@ -156,7 +161,6 @@ def test_an_unreachable_threshold_is_inconclusive_and_says_why() -> None:
     # six metrics that cannot reach 0.0156: none reaches 0.05 / 4 (Tarone's K = 4)
     assert "cannot reach p ≤ 0.0125" in reason and "0.0156" in reason
     assert "add documents or runs" in reason and not any(v.tested for v in verdicts)
-    assert needs_confirmation(verdicts)
     # with one metric the same design can decide
     assert decide({"correctness": base["correctness"]},
                   {"correctness": worse_side})[0].verdict == "worse"
@@ -180,7 +184,6 @@ def test_a_suspect_that_the_runs_clear_is_not_worse() -> None:
     (cleared,) = decide(base, cand, suspects={"context_precision"})
     assert cleared.delta > 0 and cleared.p > 0.5
     assert cleared.verdict == "not worse"
-    assert not needs_confirmation([cleared])
     # leaning worse, the same suspect stays inconclusive
     lower = {"context_precision": {"a": [0.94, 0.9, 1.0], "b": [0.8], "c": [0.8]}}
     (kept,) = decide(base, lower, suspects={"context_precision"})

@@ -9,16 +9,16 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from pytest_ragdive.engine import validator
-from pytest_ragdive.engine.metrics import MULTI_TURN_METRICS, ROLE_METRICS
-from pytest_ragdive.engine.questions import JUDGES
+from pytest_ragdive.engine.validation import validator
+from pytest_ragdive.engine.base.metrics import MULTI_TURN_METRICS, ROLE_METRICS
+from pytest_ragdive.engine.evaluation.binary import JUDGES
 
 from .workload import Config
 
 
 def eval_chains(turns: int, contexts: int) -> list[tuple[str, int]]:
     """(metric, sequential model calls) of every judgement of one dialogue, as
-    ``pytest_ragdive.engine.evaluator.evaluate`` starts them, all at once.
+    ``pytest_ragdive.engine.evaluation.evaluator.evaluate`` starts them, all at once.
 
     From ragas 0.4.3 ``metrics/collections``: Faithfulness.ascore awaits statement
     generation, then NLI over the joined contexts (2 calls in a row); ContextPrecision

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from ..engine.models import Message, RagAnswer
+from ..engine.base.models import Message, RagAnswer
 from ..llm.secrets import mask
 from . import http_reply, http_template
 from .http_client import LoopClient

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..engine.models import RagAnswer
+from ..engine.base.models import RagAnswer
 from .http_errors import HttpAdapterError, shape
 
 #: Where an OpenAI-compatible endpoint puts the reply.

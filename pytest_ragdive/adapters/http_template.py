@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ..engine.models import Message
+from ..engine.base.models import Message
 
 #: Builds the JSON body from the question, the visible history and the session id (None
 #: outside sessions, and on a session's first request unless ``session_id`` made one).

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..engine.models import Message, RagAnswer
+from ..engine.base.models import Message, RagAnswer
 
 
 class LangChainAdapter:

@@ -22,7 +22,7 @@ import inspect
 from collections.abc import Sequence
 from typing import Any
 
-from ..engine.models import Message, RagAnswer
+from ..engine.base.models import Message, RagAnswer
 
 _ENGINE = "a LlamaIndex chat engine (achat) or query engine (aquery)"
 

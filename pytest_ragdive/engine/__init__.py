@@ -1,7 +1,12 @@
-"""The RAG-DIVE method, free of pytest: the data model (``models``), the settings table
-(``settings``), the three stages (``generator``, ``validator`` with its exact ``checks``,
-``evaluator``), the ``dialogue`` that runs them against a RAG system (a turn generated and
-validated in ``turns``, the system under test asked in ``asking``), the ``metrics`` and the
-prompt ``templates``; ``groups`` of documents one conversation moves between, whose turns
-``sources`` checks; each judge model's ``profiles`` (what it is trusted with), measured by
-``calibration`` on the labelled ``cases``. Model calls go through :mod:`pytest_ragdive.llm`."""
+"""The RAG-DIVE method, free of pytest, one package per stage of the paper (section 3).
+
+``conversation`` runs a dialogue and reads top to bottom as the method: each turn is written
+by ``generation`` (stage 1, the Conversation Generator), checked by ``validation`` (stage 2,
+the Conversation Validator; a rejected attempt is written again with its feedback), sent to
+the bot under test, and the finished dialogue is scored by ``evaluation`` (stage 3, the
+Conversation Evaluator). The simulated user's ``roles`` each hold what they ask, check and
+score; ``documents`` are what conversations are about; ``profiles`` say what each judge
+model is trusted with; ``text`` holds the English word heuristics; ``base`` the data model,
+settings and prompt templates every stage shares. Model calls go through
+:mod:`pytest_ragdive.llm`.
+"""

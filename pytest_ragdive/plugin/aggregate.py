@@ -8,67 +8,74 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 from statistics import fmean
-from typing import Any
 
 from . import bands
-
-UNUSABLE = ("error", "missing", "stale")
+from .records import UNUSABLE, BandDoc, FunctionResult, ItemResult, Rule, Status
 
 
 def evaluate(
     chosen: Mapping[str, list[str]],
     all_items: Mapping[str, list[str]],
-    results: Mapping[str, dict[str, Any]],
+    results: Mapping[str, ItemResult],
     *,
     margin: float,
     update: bool,
-    verdict: str = "band",
+    verdict: Rule = "band",
     alpha: float = 0.05,
-) -> tuple[list[dict[str, Any]], dict[Path, dict[str, Any]]]:
+) -> tuple[list[FunctionResult], dict[Path, BandDoc]]:
     """One row per test function that ran (its means, band, verdict and status), and on
     update the aggregate bands to write."""
-    rows: list[dict[str, Any]] = []
-    to_write: dict[Path, dict[str, Any]] = {}
+    rows: list[FunctionResult] = []
+    to_write: dict[Path, BandDoc] = {}
     for function, nodeids in chosen.items():
         ran = [results[n] for n in nodeids if n in results]
         if not ran:
             continue
-        row: dict[str, Any] = {"function": function, "documents": len(ran), "band": {},
-                               "means": _means([r["scores"] for r in ran]), "note": "",
-                               "verdict": verdict, "location": ran[0].get("location")}
+        row = FunctionResult(function=function, documents=len(ran),
+                             means=_means([r.scores for r in ran]), rule=verdict,
+                             location=ran[0].location)
         rows.append(row)
-        complete = sorted(nodeids) == sorted(all_items.get(function, [])) and \
-            len(ran) == len(nodeids)
-        usable = [r for r in ran if r["status"] not in UNUSABLE]
-        path = Path(ran[0]["aggregate_file"])
-        if not complete:
-            row["status"] = "skipped"
-            row["note"] = "aggregate band not checked: only some documents of this test ran"
-        elif len(usable) < len(ran):
-            row["status"] = "skipped"
-            row["note"] = "aggregate band not checked: some items have no usable result"
-        elif update:
-            recorded = _band(ran)
+        path = Path(ran[0].aggregate_file or "")
+        recorded = _aggregate(row, ran, path, margin, update,
+                              complete=sorted(nodeids) == sorted(all_items.get(function, []))
+                              and len(ran) == len(nodeids))
+        if recorded is not None:
             to_write[path] = recorded
-            row["band"] = {m: (s["min"], s["max"]) for m, s in recorded["metrics"].items()}
-            row["status"], row["doc"] = "recorded", recorded
-        else:
-            _check(row, path, margin)
+        documents = len(all_items.get(function, nodeids))
         if update:
             if verdict == "permutation":
-                row["note"] = "; ".join(filter(None, [row["note"], _unreachable(
-                    ran, len(all_items.get(function, nodeids)), alpha)]))
+                row.note = "; ".join(filter(None, [row.note, _unreachable(ran, documents,
+                                                                          alpha)]))
             continue
         if verdict == "permutation":
             from .decision import permutation
 
             permutation(row, {n: results[n] for n in nodeids if n in results
-                              and results[n]["status"] not in UNUSABLE},
-                        len(all_items.get(function, nodeids)), alpha, margin)
+                              and results[n].status not in UNUSABLE}, documents, alpha, margin)
         damage = _damage(path)
         if damage:  # whatever the rule and the documents that ran: a damaged file is refused
-            row["status"], row["note"] = "regressed", damage
+            row.status, row.note = Status.REGRESSED, damage
     return rows, to_write
+
+
+def _aggregate(row: FunctionResult, ran: list[ItemResult], path: Path, margin: float,
+               update: bool, complete: bool) -> BandDoc | None:
+    """The test's aggregate band into ``row``: checked, or on update recorded (returned, to
+    write); skipped when only some documents ran or some have no usable result."""
+    if not complete:
+        row.status = Status.SKIPPED
+        row.note = "aggregate band not checked: only some documents of this test ran"
+    elif any(r.status in UNUSABLE for r in ran):
+        row.status = Status.SKIPPED
+        row.note = "aggregate band not checked: some items have no usable result"
+    elif update:
+        recorded = _band(ran)
+        row.band = {m: (s.min, s.max) for m, s in recorded.metrics.items()}
+        row.status, row.doc = Status.RECORDED, recorded
+        return recorded
+    else:
+        _check(row, path, margin)
+    return None
 
 
 def _damage(path: Path) -> str | None:
@@ -80,41 +87,41 @@ def _damage(path: Path) -> str | None:
     return None
 
 
-def _unreachable(ran: list[dict[str, Any]], documents: int, alpha: float) -> str:
+def _unreachable(ran: list[ItemResult], documents: int, alpha: float) -> str:
     """On update, what every check will say when the test of ``documents`` cannot fail on a
     p-value (:func:`.reach.cannot_fail`), or ""."""
     from .reach import cannot_fail
 
-    runs = [len(values) for r in ran for values in r["runs"].values()]
+    runs = [len(values) for r in ran for values in r.runs.values()]
     if not runs:  # nothing was recorded: the update says why
         return ""
-    return cannot_fail(documents, min(runs), max(len(r["runs"]) for r in ran), alpha,
-                       min(r["confirm_runs"] for r in ran)) or ""
+    return cannot_fail(documents, min(runs), max(len(r.runs) for r in ran), alpha,
+                       min(r.confirm_runs for r in ran)) or ""
 
 
-def _check(row: dict[str, Any], path: Path, margin: float) -> None:
+def _check(row: FunctionResult, path: Path, margin: float) -> None:
     try:
         doc = bands.read(path)
         if doc is None:
-            row["status"] = "regressed"
-            row["note"] = f"no aggregate band at {path}; record it with --ragdive-update"
+            row.status = Status.REGRESSED
+            row.note = f"no aggregate band at {path}; record it with --ragdive-update"
             return
-        recorded = doc["produced_by"].get("documents")
-        if recorded is not None and recorded != row["documents"]:  # a mean over other documents
-            row["status"] = "regressed"
-            row["note"] = (f"the aggregate band {path} was recorded over {recorded} documents, "
-                           f"this run has {row['documents']}; record it again with "
-                           f"--ragdive-update")
+        recorded = doc.produced_by.documents
+        if recorded is not None and recorded != row.documents:  # a mean over other documents
+            row.status = Status.REGRESSED
+            row.note = (f"the aggregate band {path} was recorded over {recorded} documents, "
+                        f"this run has {row.documents}; record it again with "
+                        f"--ragdive-update")
             return
-        row["band"] = {m: (s["min"], s["max"]) for m, s in doc["metrics"].items()}
-        row["doc"] = doc
-        deviations = bands.compare(doc, row["means"], margin)
+        row.band = {m: (s.min, s.max) for m, s in doc.metrics.items()}
+        row.doc = doc
+        deviations = bands.compare(doc, row.means, margin)
     except bands.BaselineError as exc:
-        row["status"], row["note"] = "regressed", str(exc)
+        row.status, row.note = Status.REGRESSED, str(exc)
         return
-    row["deviations"] = [(d.metric, d.worse) for d in deviations]
-    row["status"] = ("regressed" if any(d.worse for d in deviations)
-                     else "improved" if deviations else "passed")
+    row.deviations = [(d.metric, d.worse) for d in deviations]
+    row.status = (Status.REGRESSED if any(d.worse for d in deviations)
+                  else Status.IMPROVED if deviations else Status.PASSED)
 
 
 def _means(scores: list[dict[str, float]]) -> dict[str, float]:
@@ -122,20 +129,22 @@ def _means(scores: list[dict[str, float]]) -> dict[str, float]:
     return {m: fmean(s[m] for s in scores if m in s) for m in metrics}
 
 
-def _band(ran: list[dict[str, Any]]) -> dict[str, Any]:
+def _band(ran: list[ItemResult]) -> BandDoc:
     """The band of the mean over documents of one run each: as many runs as every document
     has for the metric (a run a judge could not score is left out of its document's)."""
-    metrics = sorted(ran[0]["runs"])
-    values = {m: [fmean(r["runs"][m][i] for r in ran)
-                  for i in range(min(len(r["runs"][m]) for r in ran))] for m in metrics}
-    return bands.band(values, {**ran[0]["produced_by"], "documents": len(ran)})
+    metrics = sorted(ran[0].runs)
+    values = {m: [fmean(r.runs[m][i] for r in ran)
+                  for i in range(min(len(r.runs[m]) for r in ran))] for m in metrics}
+    produced = ran[0].produced_by
+    assert produced is not None  # every item of an update was recorded
+    return bands.band(values, produced.model_copy(update={"documents": len(ran)}))
 
 
 def complete_updates(
     chosen: Mapping[str, list[str]],
-    results: Mapping[str, dict[str, Any]],
-    aggregate_bands: dict[Path, dict[str, Any]],
-) -> tuple[dict[Path, dict[str, Any]], list[str]]:
+    results: Mapping[str, ItemResult],
+    aggregate_bands: dict[Path, BandDoc],
+) -> tuple[dict[Path, BandDoc], list[str]]:
     """The bands an update writes: all of a test function's, or none when one of its chosen
     items could not be recorded (a half-updated test would be judged against a mix); and a
     note for each test left as it was."""
@@ -143,12 +152,12 @@ def complete_updates(
     notes = []
     for function, nodeids in chosen.items():
         records = [results.get(n) for n in nodeids]
-        failed = [n for n, r in zip(nodeids, records) if not r or r["status"] != "recorded"]
+        failed = [n for n, r in zip(nodeids, records) if not r or r.status != Status.RECORDED]
         if failed:
             notes.append(f"{function}: no band written, because {', '.join(failed)} could "
                          f"not be recorded; fix it and run --ragdive-update again")
             continue
-        out.update({Path(r["file"]): r["band"] for r in records if r})
+        out.update({Path(r.file): r.band for r in records if r and r.band})
     return out, notes
 
 

@@ -16,6 +16,7 @@ replaces the files together at the end; an interrupted update writes none.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from statistics import fmean
@@ -25,8 +26,9 @@ import pytest
 from syrupy.extensions.single_file import SingleFileSnapshotExtension
 from syrupy.location import PyTestLocation
 
-from ..engine.metrics import METRICS
+from ..engine.base.metrics import METRICS
 from ..files import atomic_write_many
+from .records import BandDoc, MetricBand, ProducedBy
 from .run_record import DIGITS, Band
 
 DIRNAME = "__ragdive__"
@@ -58,13 +60,13 @@ class BaselineError(Exception):
     """A baseline file that cannot be used; the message says how to fix it."""
 
 
-def band(values_by_metric: dict[str, list[float]], produced_by: dict[str, Any],
-         seeds: dict[str, list[int | None]] | None = None) -> dict[str, Any]:
+def band(values_by_metric: dict[str, list[float]], produced_by: ProducedBy,
+         seeds: dict[str, list[int | None]] | None = None) -> BandDoc:
     """A band document from each metric's values over the baseline runs, with each run's
     generator seed where known (a check at the same seed is then paired with that run)."""
-    metrics: dict[str, Any] = {}
+    metrics: dict[str, MetricBand] = {}
     for metric, values in sorted(values_by_metric.items()):
-        metrics[metric] = {
+        stats: dict[str, Any] = {
             "min": round(min(values), DIGITS),
             "max": round(max(values), DIGITS),
             "mean": round(fmean(values), DIGITS),
@@ -72,11 +74,12 @@ def band(values_by_metric: dict[str, list[float]], produced_by: dict[str, Any],
         }
         known = (seeds or {}).get(metric)
         if known and len(known) == len(values) and None not in known:
-            metrics[metric]["seeds"] = list(known)
-    return {"metrics": metrics, "produced_by": produced_by}
+            stats["seeds"] = list(known)
+        metrics[metric] = MetricBand(**stats)
+    return BandDoc(metrics=metrics, produced_by=produced_by)
 
 
-def read(path: Path) -> dict[str, Any] | None:
+def read(path: Path) -> BandDoc | None:
     """The band stored at ``path``, None when there is none."""
     try:
         text = path.read_text(encoding="utf-8")
@@ -85,12 +88,12 @@ def read(path: Path) -> dict[str, Any] | None:
     try:
         doc = json.loads(text)
         _check(doc)
+        return BandDoc.model_validate(doc)
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
         raise BaselineError(
             f"the baseline {path} is not a valid band file ({exc}). Restore it from version "
             f"control, or record it again with --ragdive-update"
         ) from None
-    return doc
 
 
 def _check(doc: Any) -> None:
@@ -123,20 +126,21 @@ def _check(doc: Any) -> None:
             raise ValueError(f"{metric}: 'seeds' is not one whole number per run")
 
 
-def write_all(docs: dict[Path, dict[str, Any]]) -> None:
+def write_all(docs: Mapping[Path, BandDoc]) -> None:
     """Write band files together, in a form that reads well in a diff: every file is
     written aside first, then all are moved into place (see ``atomic_write_many``)."""
-    atomic_write_many({path: json.dumps(doc, indent=2, sort_keys=True) + "\n"
+    atomic_write_many({path: json.dumps(doc.model_dump(mode="json"), indent=2,
+                                        sort_keys=True) + "\n"
                        for path, doc in docs.items()})
 
 
-def stale_reason(doc: dict[str, Any], produced_by: dict[str, Any]) -> str | None:
+def stale_reason(doc: BandDoc, produced_by: ProducedBy) -> str | None:
     """Why a band recorded for other settings cannot judge this run, if it can't."""
-    old = doc["produced_by"]
+    old = doc.produced_by
     changed = [
-        f"{key}: {old.get(key)!r} -> {produced_by.get(key)!r}"
+        f"{key}: {getattr(old, key)!r} -> {getattr(produced_by, key)!r}"
         for key in ("turns", "role", "metrics", "judges", "prompts", "openers")
-        if old.get(key) != produced_by.get(key)
+        if getattr(old, key) != getattr(produced_by, key)
     ]
     return "; ".join(changed) or None
 
@@ -155,15 +159,14 @@ class Deviation:
                 f"({direction})")
 
 
-def compare(doc: dict[str, Any], scores: dict[str, float], margin: float) -> list[Deviation]:
+def compare(doc: BandDoc, scores: Mapping[str, float], margin: float) -> list[Deviation]:
     """Every metric of ``scores`` outside its band widened by ``margin``."""
     out = []
     for metric, value in scores.items():
-        stats = doc["metrics"].get(metric)
+        stats = doc.metrics.get(metric)
         if stats is None:  # read() checked the file against its own metrics; see stale_reason
             raise BaselineError(f"the baseline has no band for {metric}")
         verdict = Band.from_stats(stats, margin).verdict(value, METRICS[metric])
         if verdict != "in band":
-            out.append(Deviation(metric, value, float(stats["min"]), float(stats["max"]),
-                                 worse=verdict == "worse"))
+            out.append(Deviation(metric, value, stats.min, stats.max, worse=verdict == "worse"))
     return out

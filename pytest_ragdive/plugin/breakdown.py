@@ -8,13 +8,13 @@ Cells are sums and counts, so the records of items (and of xdist workers) add up
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-from ..engine.metrics import METRICS
+from ..engine.base.metrics import METRICS
 
 if TYPE_CHECKING:
-    from ..engine.models import Dialogue
+    from ..engine.base.models import Dialogue
 
 #: a cell stands out when its mean is this much worse than the rest's, over this many turns
 MARGIN = 0.25
@@ -41,7 +41,7 @@ def cells(dialogues: Iterable[Dialogue]) -> Cells:
     return out
 
 
-def merge(parts: Iterable[Mapping[str, Any]]) -> Cells:
+def merge(parts: Iterable[Cells]) -> Cells:
     """The cells of several records, added up."""
     out: Cells = {"turn": {}, "type": {}}
     for part in parts:

@@ -6,11 +6,22 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 import pytest
 
 from .marker import function_key
+
+
+class Collected(TypedDict):
+    """What a worker tells the xdist controller of its collection (plain data)."""
+
+    all_items: dict[str, list[str]]
+    chosen: dict[str, list[str]]
+    aggregate_files: dict[str, str]
+    expected_files: list[str]
+    scopes: dict[str, list[str] | None]
+    roots: list[str]
 
 
 class Collection:
@@ -51,7 +62,7 @@ class Collection:
         items = self._items.get(function_key(item), [])
         return items[items.index(item) + 1:] if item in items else []
 
-    def output(self) -> dict[str, Any]:
+    def output(self) -> Collected:
         """What a worker tells the xdist controller of its collection."""
         return {
             "all_items": self.all_items,
@@ -62,7 +73,7 @@ class Collection:
             "roots": sorted(self.roots),
         }
 
-    def merge(self, output: dict[str, Any]) -> None:
+    def merge(self, output: Collected) -> None:
         # every worker collects the same items; one copy of the collection is enough
         self.all_items = output["all_items"]
         self.chosen = output["chosen"]

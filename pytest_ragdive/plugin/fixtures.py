@@ -10,9 +10,9 @@ import pytest
 from .session import STATE
 
 if TYPE_CHECKING:
-    from ..engine.asking import RagAdapter
-    from ..engine.judges import Judges
-    from ..engine.models import Dialogue, Document, DocumentGroup
+    from ..engine.conversation.asking import RagAdapter
+    from ..engine.base.judges import Judges
+    from ..engine.base.models import Dialogue, Document, DocumentGroup
     from ..llm.client import LLMClient
 
 
@@ -37,7 +37,7 @@ def ragdive_adapter() -> RagAdapter:
 def ragdive_judges(pytestconfig: pytest.Config) -> Judges:
     """The judge models: ``--ragdive-model``, else the ini models, else the embedded
     offline model when ``pytest-ragdive[embedded]`` is installed."""
-    from ..engine.judges import Judges
+    from ..engine.base.judges import Judges
 
     options = pytestconfig.stash[STATE].options
     model = options.get("model")

@@ -9,18 +9,20 @@ import functools
 import hashlib
 from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
 
-from ..engine.metrics import METRICS
+from ..engine.base.metrics import METRICS
 from . import bands, breakdown
 from .marker import function_key
+from .records import ItemResult, ProducedBy, Status
 
 if TYPE_CHECKING:
-    from ..engine.judges import Judges
-    from ..engine.models import Dialogue
+    from ..engine.base.judges import Judges
+    from ..engine.base.models import Dialogue
     from .options import ItemSettings
+    from .records import BandDoc
 
 
 def check_dialogue(
@@ -30,12 +32,12 @@ def check_dialogue(
     dialogues: list[Dialogue],
     *,
     aggregate_file: str | None,
-    results: dict[str, dict[str, Any]],
+    results: dict[str, ItemResult],
     keep_dialogue: bool = False,
     update: bool = False,
 ) -> None:
-    """Put the item's result record (sent to the xdist controller) into ``results``, then
-    fail the item when one of its dialogues could not be completed or evaluated.
+    """Put the item's result (sent to the xdist controller) into ``results``, then fail the
+    item when one of its dialogues could not be completed or evaluated.
 
     A metric a judge could not score in a run (ragas finding nothing to judge, a reply it
     could not read) is missing evidence, not evidence: it is left out of that metric's band
@@ -43,66 +45,75 @@ def check_dialogue(
     several (a baseline or confirmation run) whose generator wrote no acceptable turn. A
     metric left unscored by the bot (no contexts to judge) fails the item."""
     first = dialogues[0]
-    scored = [m for m in METRICS if any(m in d.scores for d in dialogues)]
-    path = bands.item_path(item)
-    record: dict[str, Any] = {
-        "function": function_key(item),
-        "location": [item.location[0], item.location[1], item.location[2].split("[", 1)[0]],
-        "document": first.document_id,
-        "scores": dict(first.scores),
-        # every run's scores: the baseline runs on update, else the candidate's runs
-        "runs": {m: [d.scores[m] for d in dialogues if m in d.scores] for m in scored},
-        "seeds": {m: [d.seed for d in dialogues if m in d.scores] for m in scored},
-        "turns": sum(len(d.turns) for d in dialogues),
-        "dialogues": len(dialogues),
-        "rejections": sum(d.rejection_count for d in dialogues),
-        "rejected_for": dict(sorted(sum((Counter(d.rejected_for) for d in dialogues),
-                                        Counter()).items())),
-        "usage": _usage(dialogues),
-        "breakdown": breakdown.cells(dialogues),
-        "aggregate_file": aggregate_file,
-        "file": str(path),
-        "judges": {k: v.label for k, v in judges.models.items()},
-        "turns_per_dialogue": settings.turns,
-        "confirm_runs": settings.confirm_runs,  # what sizes a check's runs (reach)
-        "role": settings.role,
-        "status": "error",
-    }
+    record = _result(item, settings, judges, dialogues, aggregate_file)
     if keep_dialogue:  # for the report, also from xdist workers
-        record["dialogue"] = first.model_dump(mode="json")
+        record.dialogue = first.model_copy(deep=True)
     results[item.nodeid] = record
     for metric, value in first.scores.items():
         item.user_properties.append((f"ragdive.{metric}", round(value, bands.DIGITS)))
 
     for run, d in enumerate(dialogues, 1):
         errors = dict(d.errors)
-        if "generation" in errors and (run > 1 or update) and scored:
-            record.setdefault("unscored", []).append(
-                f"run {run}: not held: {errors.pop('generation')}")
-        for metric in [m for m in d.judge_gaps if m in errors and (m in scored or not update)]:
-            record.setdefault("unscored", []).append(f"run {run}: {metric}: {errors.pop(metric)}")
+        unscored = []
+        if "generation" in errors and (run > 1 or update) and record.runs:
+            unscored.append(f"run {run}: not held: {errors.pop('generation')}")
+        for metric in [m for m in d.judge_gaps
+                       if m in errors and (m in record.runs or not update)]:
+            unscored.append(f"run {run}: {metric}: {errors.pop(metric)}")
+        if unscored:
+            record.unscored = [*record.unscored, *unscored]
         problems = [f"{what}: {why}" for what, why in errors.items()]
         if problems:
             pytest.fail("the conversation could not be evaluated:\n  " + "\n  ".join(problems),
                         pytrace=False)
 
 
+def _result(item: pytest.Item, settings: ItemSettings, judges: Judges,
+            dialogues: list[Dialogue], aggregate_file: str | None) -> ItemResult:
+    """What the item's runs measured, before its checks (status error until they pass)."""
+    scored = [m for m in METRICS if any(m in d.scores for d in dialogues)]
+    path, line, name = item.location
+    return ItemResult(
+        function=function_key(item),
+        location=(path, line, name.split("[", 1)[0]),
+        document=dialogues[0].document_id,
+        scores=dict(dialogues[0].scores),
+        # every run's scores: the baseline runs on update, else the candidate's runs
+        runs={m: [d.scores[m] for d in dialogues if m in d.scores] for m in scored},
+        seeds={m: [d.seed for d in dialogues if m in d.scores] for m in scored},
+        turns=sum(len(d.turns) for d in dialogues),
+        dialogues=len(dialogues),
+        rejections=sum(d.rejection_count for d in dialogues),
+        rejected_for=dict(sorted(sum((Counter(d.rejected_for) for d in dialogues),
+                                     Counter()).items())),
+        usage=_usage(dialogues),
+        breakdown=breakdown.cells(dialogues),
+        aggregate_file=aggregate_file,
+        file=str(bands.item_path(item)),
+        judges={k: v.label for k, v in judges.models.items()},
+        turns_per_dialogue=settings.turns,
+        confirm_runs=settings.confirm_runs,
+        role=settings.role,
+        status=Status.ERROR,
+    )
+
+
 @functools.cache
 def prompts_digest(role: str, metrics: tuple[str, ...], group: bool = False) -> str:
     """The method's prompts and judge questions and thresholds, as a digest: a band scored
     by other ones measured something else. A role's own prompt and metric (the roles
-    ``mistaken`` and ``vague``, ``premise_corrected`` and ``clarified``; the role
-    ``switching``, which has no metric of its own) and the prompts of a group of documents
+    ``mistaken``, ``vague`` and ``switching``, and those added by the
+    ``pytest_ragdive_roles`` hook) and the prompts of a group of documents
     (``prompts/group/``) count only for the items that use them, so that adding them left
     every other band as it was."""
     from importlib.resources import files
 
-    from ..engine.evaluator import JUDGES
-    from ..engine.metrics import ROLE_METRICS
-    from ..engine.switching import ROLE as SWITCHING
+    from ..engine.evaluation.binary import JUDGES, judge_of
+    from ..engine.roles.registry import roles
 
-    unused = {f"{m}.j2" for m in ROLE_METRICS if m not in metrics}
-    unused |= {f"{r}.j2" for r in (*ROLE_METRICS.values(), SWITCHING) if r != role}
+    every = roles()
+    unused = {f"{r.metric.name}.j2" for r in every if r.metric and r.metric.name not in metrics}
+    unused |= {f"{r.name}.j2" for r in every if r.own_prompts and r.name != role}
     folder = files("pytest_ragdive.prompts")
     entries = [*folder.iterdir(), *folder.joinpath("roles").iterdir()]
     texts = sorted(f"{entry.name}\n{entry.read_text(encoding='utf-8')}"
@@ -111,17 +122,22 @@ def prompts_digest(role: str, metrics: tuple[str, ...], group: bool = False) -> 
         texts += sorted(f"group/{entry.name}\n{entry.read_text(encoding='utf-8')}"
                         for entry in folder.joinpath("group").iterdir()
                         if entry.name.endswith(".j2"))
-    judges = sorted((m, j) for m, j in JUDGES.items() if f"{m}.j2" not in unused)
+    # an added role's persona and judge prompt are text, not files
+    texts += [f"{r.name}\n{r.description}" for r in every if r.name == role and r.description]
+    texts += [f"{m}\n{r.metric.template}" for r in every for m in metrics
+              if r.metric and r.metric.name == m and r.metric.template]
+    names = [*JUDGES, *(r.metric.name for r in every if r.metric and r.metric.name not in JUDGES)]
+    judges = sorted((m, judge_of(m)) for m in names if f"{m}.j2" not in unused)
     digest = hashlib.sha256("\n".join([*texts, repr(judges)]).encode())
     return f"sha256 {digest.hexdigest()[:12]}"
 
 
 def produced_by(settings: ItemSettings, judges: dict[str, str],
-                group: bool = False) -> dict[str, Any]:
+                group: bool = False) -> ProducedBy:
     """What a band must have been recorded with to judge an item of these settings (``group``:
     about a group of documents): the settings, the judges and their profiles, the package's
     prompts (by digest) and the openers, where there are any, by their number and digest."""
-    produced: dict[str, Any] = {"turns": settings.turns, "role": settings.role,
+    produced: dict[str, object] = {"turns": settings.turns, "role": settings.role,
                                 "metrics": list(settings.metrics), "judges": judges,
                                 "prompts": prompts_digest(settings.role,
                                                           settings.metrics, group)}
@@ -131,19 +147,19 @@ def produced_by(settings: ItemSettings, judges: dict[str, str],
         digest = hashlib.sha256("\n".join(
             f"{o.document or ''}\t{o.message}" for o in settings.openers).encode()).hexdigest()
         produced["openers"] = f"{len(settings.openers)} messages, sha256 {digest[:12]}"
-    return produced
+    return ProducedBy.model_validate(produced)
 
 
 def is_group(item: pytest.Item) -> bool:
     """Whether ``item`` is a conversation about a group of documents."""
-    from ..engine.models import DocumentGroup
+    from ..engine.base.models import DocumentGroup
 
     callspec = getattr(item, "callspec", None)
     document = callspec.params.get("ragdive_document") if callspec else None
     return isinstance(document, DocumentGroup) and len(document.documents) > 1
 
 
-def leaves_band(path: Path, produced: dict[str, Any], scores: dict[str, float],
+def leaves_band(path: Path, produced: ProducedBy, scores: dict[str, float],
                 margin: float) -> bool:
     """Whether ``scores`` leave a usable band at ``path`` on the worse side: what draws
     confirmation runs. A missing, stale or broken band draws none (the item fails on it)."""
@@ -156,12 +172,12 @@ def leaves_band(path: Path, produced: dict[str, Any], scores: dict[str, float],
     return any(d.worse for d in bands.compare(doc, scores, margin))
 
 
-def stale_reason(doc: dict[str, Any], produced: dict[str, Any]) -> str | None:
+def stale_reason(doc: BandDoc, produced: ProducedBy) -> str | None:
     """Why a band recorded for other settings, or scored with other judge profiles, cannot
     judge this run, if it can't."""
     from .profiling import stale_profiles
 
-    return bands.stale_reason(doc, produced) or stale_profiles(doc["produced_by"], produced)
+    return bands.stale_reason(doc, produced) or stale_profiles(doc.produced_by, produced)
 
 
 def band_runs(path: Path) -> int | None:
@@ -171,14 +187,14 @@ def band_runs(path: Path) -> int | None:
         doc = bands.read(path)
     except bands.BaselineError:
         return None
-    return min((len(s["runs"]) for s in doc["metrics"].values()), default=None) if doc else None
+    return min((len(s.runs) for s in doc.metrics.values()), default=None) if doc else None
 
 
 def check_band(
     item: pytest.Item,
     settings: ItemSettings,
     dialogues: list[Dialogue],
-    record: dict[str, Any],
+    record: ItemResult,
     *,
     update: bool,
     verdict: str,
@@ -189,14 +205,14 @@ def check_band(
     scores left it; on update, put the band to write at the end of the session into its
     ``record``."""
     first = dialogues[0]
-    path = Path(record["file"])
-    produced = produced_by(settings, record["judges"], is_group(item))
+    path = Path(record.file)
+    produced = produced_by(settings, record.judges, is_group(item))
     if update:
         from .. import __version__
 
-        record.update(produced_by=produced, status="recorded",
-                      band=bands.band(record["runs"], {**produced, "plugin": __version__},
-                                     record["seeds"]))
+        stamped = produced.model_copy(update={"plugin": __version__})
+        record.produced_by, record.status = produced, Status.RECORDED
+        record.band = bands.band(record.runs, stamped, record.seeds)
         return
     command = f"pytest '{function_key(item)}' --ragdive-update"
     try:
@@ -209,23 +225,32 @@ def check_band(
         problem = ""
     if problem:
         pytest.fail(problem, pytrace=False)
-    record["band_doc"] = doc
+    record.band_doc = doc
     if doc is None:
-        record["status"] = "missing"
+        record.status = Status.MISSING
         pytest.fail(f"no baseline band at {_rel(path)}; record one with:\n  {command}",
                     pytrace=False)
     if stale:
-        record["status"] = "stale"
+        record.status = Status.STALE
         pytest.fail(f"the baseline {_rel(path)} was recorded for other settings ({stale}); "
                     f"it is stale. Record it again with:\n  {command}", pytrace=False)
+    _compared(record, first, deviations, failing_worse=verdict == "band",
+              fail_on_improvement=fail_on_improvement, command=command)
+
+
+def _compared(record: ItemResult, first: Dialogue, deviations: list[bands.Deviation], *,
+              failing_worse: bool, fail_on_improvement: bool, command: str) -> None:
+    """The band's verdict on the first run: its status, and the item failed when its scores
+    left the band worse (``failing_worse``: the band verdict) or better, where that fails."""
     worse = [d for d in deviations if d.worse]
     better = [d for d in deviations if not d.worse]
-    record["left_band"] = [f"{d.describe()}\n      {_culprit(first, d.metric)}" for d in worse]
-    record["left_band_metrics"] = sorted({d.metric for d in worse})
-    failing = bool(worse) and verdict == "band"
-    record["status"] = "regressed" if failing else "improved" if better and not worse else "passed"
+    record.left_band = [f"{d.describe()}\n      {_culprit(first, d.metric)}" for d in worse]
+    record.left_band_metrics = sorted({d.metric for d in worse})
+    failing = bool(worse) and failing_worse
+    record.status = (Status.REGRESSED if failing else
+                     Status.IMPROVED if better and not worse else Status.PASSED)
     if failing:
-        pytest.fail("scores left their baseline band:\n  " + "\n  ".join(record["left_band"]),
+        pytest.fail("scores left their baseline band:\n  " + "\n  ".join(record.left_band),
                     pytrace=False)
     if better and fail_on_improvement:
         pytest.fail("scores rose above their baseline band (ragdive_fail_on_improvement): "

@@ -7,12 +7,13 @@ imported once a ragdive item actually runs.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Generator
 from typing import Any
 
 import pytest
 
-from ..engine.settings import MARKER_OPTIONS, SettingError
+from ..engine.base.settings import MARKER_OPTIONS, SettingError
 from .fixtures import (
     ragdive_adapter,
     ragdive_client,
@@ -35,7 +36,26 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
 
 
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    from . import hookspecs
+
+    pluginmanager.add_hookspecs(hookspecs)
+
+
+def _add_roles(config: pytest.Config) -> None:
+    """The roles the project's conftests add (``pytest_ragdive_roles``), into the registry."""
+    found = [r for roles in config.hook.pytest_ragdive_roles() for r in roles or ()]
+    if found:
+        from ..engine.roles.registry import add
+
+        try:
+            add(found, "pytest_ragdive_roles")
+        except SettingError as exc:
+            raise pytest.UsageError(str(exc)) from None
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    _add_roles(config)
     config.addinivalue_line(
         "markers",
         f"{MARKER}({', '.join(MARKER_OPTIONS)}): a RAG-DIVE conversation test, expanded into one "
@@ -52,6 +72,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     session = config.stash.get(STATE, None)
     if session is not None:
         session.close()
+    registry = sys.modules.get("pytest_ragdive.engine.roles.registry")
+    if registry is not None:  # a role added for this session only; not imported otherwise
+        registry.clear_added()
 
 
 @pytest.hookimpl(wrapper=True)
@@ -78,6 +101,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         raise pytest.UsageError(
             f"{metafunc.definition.nodeid}: ragdive.conversation takes keyword options only"
         )
+    _add_roles(metafunc.config)  # a conftest beside the module may add them
     try:
         check_options(dict(marker.kwargs), f"{metafunc.definition.nodeid}: ragdive.conversation")
     except SettingError as exc:

@@ -14,7 +14,8 @@ from typing import Any
 
 import jinja2
 
-from ..engine.metrics import METRICS
+from ..engine.base.metrics import METRICS
+from .records import ItemResult
 from .run_record import ItemRecord, MetricRecord, RunRecord, TestRecord
 
 __all__ = ["Chart", "chart", "render"]
@@ -147,11 +148,13 @@ def _usage(items: list[ItemRecord]) -> dict[str, Any]:
         d = item.dialogue
         if d is None:
             continue
-        kept = item.result  # every run's, confirmation runs included (the dialogue is the first)
-        totals["dialogues"] += kept.get("dialogues", 1)
-        totals["turns"] += kept.get("turns", len(d.turns))
-        totals["rejections"] += kept.get("rejections", d.rejection_count)
-        for key, value in (kept.get("usage") or d.usage.model_dump()).items():
+        # every run's, confirmation runs included (the dialogue is the first)
+        kept = item.result or ItemResult()
+        given = kept.model_fields_set
+        totals["dialogues"] += kept.dialogues
+        totals["turns"] += kept.turns if "turns" in given else len(d.turns)
+        totals["rejections"] += kept.rejections if "rejections" in given else d.rejection_count
+        for key, value in (kept.usage or d.usage.model_dump()).items():
             totals[key] += value
     return totals
 

@@ -113,8 +113,8 @@ def _metric_rows(test: TestRecord) -> list[str]:
 
 
 def _places(items: Iterable[ItemRecord]) -> list[str]:
-    places = [f"{i.nodeid}\n" + "\n".join(_indent(p) for p in i.result.get("left_band", []))
-              for i in items if i.result.get("left_band")]
+    places = [f"{i.nodeid}\n" + "\n".join(_indent(p) for p in i.result.left_band)
+              for i in items if i.result and i.result.left_band]
     if len(places) > PLACES:
         places = [*places[:PLACES], f"… and {len(places) - PLACES} more in the HTML report"]
     return places

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
-from ..engine.settings import MARKER_OPTIONS, SettingError, check_all
+from ..engine.base.settings import MARKER_OPTIONS, SettingError, check_all
 
 if TYPE_CHECKING:
-    from ..engine.models import Document, DocumentGroup
+    from ..engine.base.models import Document, DocumentGroup
     from .options import Options
 
 MARKER = "ragdive"
@@ -30,7 +30,7 @@ def conversation(**options: Any) -> pytest.MarkDecorator:
     per document (or group of documents); each item holds a conversation with the
     ``ragdive_adapter`` and checks its scores against the recorded baseline band. Options
     left out come from the ini file, then the defaults; the command line overrides them
-    (see ``pytest_ragdive.engine.settings``).
+    (see ``pytest_ragdive.engine.base.settings``).
     """
     try:
         check_options(options, "ragdive.conversation")
@@ -39,7 +39,7 @@ def conversation(**options: Any) -> pytest.MarkDecorator:
     return getattr(pytest.mark, MARKER)(**options)
 
 
-def check_options(options: dict[str, Any], where: str) -> None:
+def check_options(options: Mapping[str, object], where: str) -> None:
     """Raise :class:`SettingError` naming an unknown option or a bad value."""
     unknown = sorted(set(options) - set(MARKER_OPTIONS))
     if unknown:
@@ -63,9 +63,9 @@ def document_fixture(
     file, folder or glob relative to the conftest.py that defines the fixture. ``group=2``
     makes each item a conversation that moves between two documents, paired by the words
     they share; ``group="groups.txt"`` names a file of groups, relative to the conftest.py
-    (:mod:`pytest_ragdive.engine.groups`).
+    (:mod:`pytest_ragdive.engine.documents.groups`).
     """
-    from ..engine.documents import check_unique, load_documents
+    from ..engine.documents.loading import check_unique, load_documents
 
     __tracebackhide__ = True  # the user's conftest line and the cause, not our frames
     what = repr(str(source)) if isinstance(source, (str, Path)) else "[...]"
@@ -96,10 +96,10 @@ def _fixture_of(items: Sequence[Document | DocumentGroup], name: str) -> Any:
 def grouped(documents: list[Document], group: Any, root: Path
             ) -> Sequence[Document | DocumentGroup]:
     """``documents``, or with ``group`` (a number, or a groups file relative to ``root``)
-    their groups (:mod:`pytest_ragdive.engine.groups`)."""
+    their groups (:mod:`pytest_ragdive.engine.documents.groups`)."""
     if group is None or group == "":
         return documents
-    from ..engine.groups import group_documents
+    from ..engine.documents.groups import group_documents
 
     return group_documents(documents, group, root=root)
 
@@ -118,7 +118,7 @@ def register_ini_documents(config: pytest.Config, source: str, group: Any = None
     config.pluginmanager.register(module, "ragdive-ini-documents")
 
 
-def marker_items(kwargs: Mapping[str, Any], test_path: Path, options: Options, rootdir: Path,
+def marker_items(kwargs: Mapping[str, object], test_path: Path, options: Options, rootdir: Path,
                  where: str) -> Sequence[Document | DocumentGroup] | None:
     """The items of a test whose marker gives ``documents`` (a path relative to the test
     module, or a list of Documents) or ``group`` (over the marker's documents, else the ini
@@ -143,15 +143,15 @@ def marker_items(kwargs: Mapping[str, Any], test_path: Path, options: Options, r
         if isinstance(documents, (str, Path)):
             docs = _load(documents, root)
         else:
-            from ..engine.documents import check_unique
+            from ..engine.documents.loading import check_unique
 
-            docs = check_unique(documents)
+            docs = check_unique(cast("Sequence[Document]", documents))  # check_options
         return grouped(docs, group, group_root)
     except (OSError, ValueError) as exc:
         raise pytest.UsageError(f"{where}: {exc}") from None
 
 
 def _load(source: str | Path, root: Path) -> list[Document]:
-    from ..engine.documents import load_documents
+    from ..engine.documents.loading import load_documents
 
     return load_documents(source, root=root)

@@ -13,8 +13,9 @@ import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import cast
 
+from .records import ItemResult, Rule
 from .run_record import Outcome, RunRecord
 
 
@@ -39,16 +40,10 @@ def combine(records: Sequence[RunRecord]) -> RunRecord:
 
     if not records:
         raise MergeError("no record to merge")
-    settings: dict[str, Any] = {}
-    for run in records:  # a shard whose items all failed before a dialogue knows fewer
-        for key, value in run.settings.items():
-            if settings.setdefault(key, value) != value:
-                raise MergeError(f"the records were made with different settings ({key}: "
-                                 f"{settings[key]!r} and {value!r}); merge the shards of one "
-                                 f"run only")
+    settings = _settings(records)
     chosen: dict[str, list[str]] = {}
     collected: dict[str, list[str]] = {}
-    results: dict[str, dict[str, Any]] = {}
+    results: dict[str, ItemResult] = {}
     outcomes: dict[str, tuple[Outcome, str]] = {}
     for run in records:
         for test in run.tests:
@@ -61,19 +56,14 @@ def combine(records: Sequence[RunRecord]) -> RunRecord:
                     raise MergeError(f"{item.nodeid} is in two records: each item belongs to "
                                      f"one shard")
                 chosen.setdefault(test.key, []).append(item.nodeid)
-                if item.result:  # an item that failed before its dialogue has none
-                    results[item.nodeid] = dict(item.result)
+                if item.result is not None:  # an item that failed before its dialogue has none
+                    results[item.nodeid] = item.result
                 outcomes[item.nodeid] = (item.outcome, item.message)
-    for key, nodeids in chosen.items():
-        baselines = {repr(results[n]["band_doc"].get("produced_by")) for n in nodeids
-                     if results.get(n, {}).get("band_doc")}
-        if len(baselines) > 1:
-            raise MergeError(f"{key}: the shards were checked against bands recorded with "
-                             f"different settings; merge the shards of one checkout only")
+    _check_baselines(chosen, results)
     update = "(update)" in settings.get("seeds", "")
     margin = float(settings.get("band margin", 0.0))
     rows, to_write = aggregate.evaluate(chosen, collected, results, margin=margin, update=update,
-                                        verdict=settings.get("verdict", "band"),
+                                        verdict=cast(Rule, settings.get("verdict", "band")),
                                         alpha=float(settings.get("alpha", 0.05)))
     if update:
         bands.write_all(to_write)
@@ -84,6 +74,29 @@ def combine(records: Sequence[RunRecord]) -> RunRecord:
                            duration_s=max(r.duration_s for r in records), chosen=chosen,
                            collected=collected, results=results, outcomes=outcomes,
                            aggregates=rows, margin=margin)
+
+
+def _settings(records: Sequence[RunRecord]) -> dict[str, str]:
+    """The shards' settings, which must agree (a shard whose items all failed before a
+    dialogue knows fewer)."""
+    settings: dict[str, str] = {}
+    for run in records:
+        for key, value in run.settings.items():
+            if settings.setdefault(key, value) != value:
+                raise MergeError(f"the records were made with different settings ({key}: "
+                                 f"{settings[key]!r} and {value!r}); merge the shards of one "
+                                 f"run only")
+    return settings
+
+
+def _check_baselines(chosen: dict[str, list[str]], results: dict[str, ItemResult]) -> None:
+    """Refuse shards of one test checked against bands recorded with other settings."""
+    for key, nodeids in chosen.items():
+        baselines = {repr(doc.produced_by) for n in nodeids
+                     if n in results and (doc := results[n].band_doc)}
+        if len(baselines) > 1:
+            raise MergeError(f"{key}: the shards were checked against bands recorded with "
+                             f"different settings; merge the shards of one checkout only")
 
 
 def main(paths: Sequence[str], html: str = "", json_path: str = "", markdown: str = "") -> int:

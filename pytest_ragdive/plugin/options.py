@@ -7,17 +7,18 @@ the run with one line naming it instead of erroring every item.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
-from ..engine.settings import CLI, INI, MARKER, SETTINGS, SettingError, check, default, parse
+from ..engine.base.settings import CLI, INI, MARKER, SETTINGS, SettingError, check, default, parse
 
 if TYPE_CHECKING:
-    from ..engine.openers import Opener
-    from ..engine.profiles import Profiles
+    from ..engine.documents.openers import Opener
+    from ..engine.profiles.profile import Profiles
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -65,7 +66,7 @@ class ItemSettings:
                   profiles: Profiles) -> ItemSettings:
         """These settings for ``judges`` (role -> model label) by ``profiles``: unchosen
         metrics lose those the ``evaluator`` model's profile measured at chance."""
-        from ..engine.settings import scored_metrics
+        from ..engine.base.settings import scored_metrics
 
         metrics = self.metrics if self.metrics_chosen else scored_metrics(
             None, self.turns, "ragdive", evaluator, self.role, profiles)
@@ -104,8 +105,8 @@ class Options:
         to the rootdir) over the shipped ones, read once; a missing, malformed or stale file
         is a usage error."""
         if self._profiles is None:
-            from ..engine.profile_files import ProfileError, load
-            from ..engine.profiles import Profiles
+            from ..engine.profiles.files import ProfileError, load
+            from ..engine.profiles.profile import Profiles
 
             path = self.get("profiles")
             try:
@@ -120,7 +121,7 @@ class Options:
             return self.cli[name]
         return self.ini.get(name, default(name))
 
-    def for_item(self, marker_kwargs: dict[str, Any], where: str, *,
+    def for_item(self, marker_kwargs: Mapping[str, object], where: str, *,
                  module_dir: Path = Path(), rootdir: Path = Path()) -> ItemSettings:
         """An item's settings: command line > marker > ini > default. Paths in the marker
         are relative to the test module's folder, in the ini file to the rootdir."""
@@ -131,10 +132,12 @@ class Options:
                 return check(name, marker_kwargs[name], where)
             return self.ini.get(name, default(name))
 
-        from ..engine.settings import scored_metrics
+        from ..engine.base.settings import scored_metrics
 
         turns = pick("turns")
-        chosen = marker_kwargs.get("metrics") or self.ini.get("metrics")
+        # the marker's options were checked at collection (marker.check_options)
+        chosen = cast("Sequence[str] | None",
+                      marker_kwargs.get("metrics") or self.ini.get("metrics"))
         try:
             role = pick("role")
             metrics = scored_metrics(tuple(chosen) if chosen else None, turns, where, role=role)
@@ -148,17 +151,17 @@ class Options:
         except SettingError as exc:
             raise pytest.UsageError(str(exc)) from None
 
-    def _openers(self, marker_kwargs: dict[str, Any], where: str, module_dir: Path,
+    def _openers(self, marker_kwargs: Mapping[str, object], where: str, module_dir: Path,
                  rootdir: Path) -> tuple[Opener, ...]:
         source, root, origin = marker_kwargs.get("openers"), module_dir, where
         if source is None:
             source, root, origin = self.ini.get("openers"), rootdir, "ini ragdive_openers"
         if not source:
             return ()
-        from ..engine.openers import load_openers
+        from ..engine.documents.openers import load_openers
 
         try:
-            return load_openers(source, root=root)
+            return load_openers(cast("str | Path", source), root=root)
         except (OSError, ValueError) as exc:
             raise pytest.UsageError(f"{origin}: {exc}") from None
 

@@ -5,21 +5,22 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
+from .records import ItemResult
 from .run_record import RunRecord
 
 
-def settings(results: Mapping[str, Mapping[str, Any]], *, seed: int, update: bool,
+def settings(results: Mapping[str, ItemResult], *, seed: int, update: bool,
              record_mode: str, verdict: str, alpha: float, margin: float) -> dict[str, str]:
     """What shaped the run, as the record states it (a merge refuses records that differ)."""
     from .. import __version__
 
-    def values(key: str) -> str:
-        return ", ".join(sorted({str(r[key]) for r in results.values()}))
+    def values(of: Sequence[object]) -> str:
+        return ", ".join(sorted({str(value) for value in of}))
 
-    judges: dict[str, str] = next((r["judges"] for r in results.values()), {})
-    dialogues = {"turns": values("turns_per_dialogue"), "role": values("role")}
+    judges: dict[str, str] = next((r.judges for r in results.values()), {})
+    dialogues = {"turns": values([r.turns_per_dialogue for r in results.values()]),
+                 "role": values([r.role for r in results.values()])}
     return {  # what only a dialogue tells is left out when none ran (a merge then fills it)
         **{role: str(model) for role, model in judges.items()},
         **{key: value for key, value in dialogues.items() if value},

@@ -16,7 +16,7 @@ from functools import lru_cache
 import numpy as np
 
 Scores = Mapping[str, Sequence[float]]  # document -> one score per run
-Seeds = Mapping[str, Sequence[int]]  # document -> the generator's seed of each run
+Seeds = Mapping[str, Sequence[int | None]]  # document -> the generator's seed of each run
 
 _TIE = 1e-9  # relabellings within this of the observed statistic count as ties (>=)
 
@@ -106,12 +106,6 @@ def permutation_test(baseline: Scores, candidate: Scores, higher_is_better: bool
         observed += float(_contribution(pooled, np.array(c.sum()), b.size, c.size, sign))
         extreme += float(_contribution(pooled, np.array(worst), b.size, c.size, sign))
     return _p(totals, exact, observed), _p(totals, exact, extreme)
-
-
-def permutation_p(baseline: Scores, candidate: Scores, higher_is_better: bool, *,
-                  draws: int = 20000, seed: int = 0) -> float:
-    """The p-value of :func:`permutation_test`."""
-    return permutation_test(baseline, candidate, higher_is_better, draws=draws, seed=seed)[0]
 
 
 def paired(baseline: Scores, candidate: Scores, baseline_seeds: Seeds,

@@ -4,12 +4,13 @@ stale."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..engine.judges import Judges
-    from ..engine.profiles import Profiles
+    from ..engine.base.judges import Judges
+    from ..engine.profiles.profile import Profiles
     from .options import ItemSettings
+    from .records import ProducedBy
 
 #: where the summary's command writes a profile
 PROFILE_FILE = "ragdive-profiles.json"
@@ -38,7 +39,7 @@ def judged(chosen: ItemSettings, judges: Judges, profiles: Profiles,
 
 def described(model: str, profiles: Profiles) -> str:
     """What the summary says of ``model``'s judge profile."""
-    from ..engine.profiles import COMMAND
+    from ..engine.profiles.profile import COMMAND
 
     origin = profiles.origin(model)
     if origin == "uncalibrated":
@@ -51,19 +52,19 @@ def described(model: str, profiles: Profiles) -> str:
             f"bands record it as {profile.record()})")
 
 
-def stale_profiles(recorded: dict[str, Any], produced: dict[str, Any]) -> str | None:
+def stale_profiles(recorded: ProducedBy, produced: ProducedBy) -> str | None:
     """Why a band whose ``recorded`` produced_by holds other judge profiles than this run's
     cannot judge it; a band from before profiles, which records none, was scored as
     :func:`..engine.profile_files.legacy` says (the shipped profile, for the embedded model)."""
-    now = produced.get("profiles")
-    before = recorded.get("profiles")
+    now = produced.profiles
+    before = recorded.profiles
     if now is None or before == now:
         return None
     if before is None:
-        from ..engine.profile_files import legacy
+        from ..engine.profiles.files import legacy
 
         before = {label: legacy(label.split(" @ ")[0]).record()
-                  for label in sorted(set(recorded.get("judges", {}).values()))}
+                  for label in sorted(set((recorded.judges or {}).values()))}
         if before == now:
             return None
     return f"profiles: {before!r} -> {now!r}"

@@ -11,14 +11,16 @@ reads it back, dialogues included.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import asdict
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
 
-from ..engine.metrics import METRICS
-from ..engine.models import Dialogue
+from ..engine.base.metrics import METRICS
+from ..engine.base.models import Dialogue
 from .breakdown import merge, table, weakest
+from .records import BandDoc, FunctionResult, ItemResult, MetricBand, Status
 
 __all__ = ["Band", "BandVerdict", "ItemRecord", "MetricRecord", "MetricVerdictRecord", "Outcome",
            "RunRecord", "TestRecord", "metric_records"]
@@ -45,10 +47,9 @@ class Band(_Model):
     margin: float = 0.0
 
     @classmethod
-    def from_stats(cls, stats: Mapping[str, Any], margin: float = 0.0) -> Band:
-        """The band of one metric entry of a band file (``{"min", "max", "runs", ...}``)."""
-        return cls(min=float(stats["min"]), max=float(stats["max"]),
-                   runs=[float(v) for v in stats.get("runs", [])], margin=margin)
+    def from_stats(cls, stats: MetricBand, margin: float = 0.0) -> Band:
+        """The band of one metric entry of a band file."""
+        return cls(min=stats.min, max=stats.max, runs=list(stats.runs), margin=margin)
 
     def verdict(self, value: float, higher_is_better: bool) -> BandVerdict:
         """Where ``value`` falls, exactly as the plugin's band check decides it."""
@@ -87,14 +88,14 @@ class MetricRecord(_Model):
 
 def metric_records(
     scores: Mapping[str, float],
-    band_file: Mapping[str, Any] | None,
+    band_file: BandDoc | None,
     margin: float = 0.0,
     names: Iterable[str] | None = None,
 ) -> list[MetricRecord]:
     """Records of ``names`` (default: every metric scored or banded) from a dialogue's (or a
     mean's) ``scores`` and a band file's content (None when there is none), in ``METRICS``
     order. A name without a score is "not scored"."""
-    stats = dict(band_file["metrics"]) if band_file else {}
+    stats = dict(band_file.metrics) if band_file else {}
     wanted = set(names) if names is not None else set(scores) | set(stats)
     order = [m for m in METRICS if m in wanted] + sorted(wanted - set(METRICS))
     return [
@@ -121,9 +122,19 @@ class ItemRecord(_Model):
     rejected_for: dict[str, int] = Field(
         default_factory=dict, description="Rejected attempts per fault (the paper's classes).")
     dialogue: Dialogue | None = None
-    result: dict[str, Any] = Field(
-        default_factory=dict, description="What the plugin kept of the item to decide its "
-        "test (runs, its band file's content, ...): a merge of shard records decides from it.")
+    result: ItemResult | None = Field(
+        default=None, description="What the plugin kept of the item to decide its test (runs, "
+        "its band file's content, ...; {} when it has none): a merge of shard records decides "
+        "from it.")
+
+    @field_validator("result", mode="before")
+    @classmethod
+    def _none_when_empty(cls, value: Any) -> Any:
+        return value or None
+
+    @field_serializer("result")
+    def _empty_when_none(self, value: ItemResult | None) -> Any:
+        return value if value is not None else {}
 
     @property
     def failed(self) -> bool:
@@ -153,8 +164,9 @@ class TestRecord(_Model):
     collected: list[str] = Field(default_factory=list, description="Every item of the test "
                                  "collected, also those deselected (a shard's others).")
     rule: Literal["permutation", "band"] = "band"
-    status: str = Field(default="", description="regressed, inconclusive, passed, improved, "
-                        "recorded or skipped (nothing decided).")
+    status: Status | Literal[""] = Field(
+        default="", description="regressed, inconclusive, passed, improved, recorded or "
+        "skipped (nothing decided).")
     design: str = Field(default="", description="What the permutation verdict stood on.")
     verdicts: list[MetricVerdictRecord] = Field(default_factory=list)
     metrics: list[MetricRecord] = Field(default_factory=list)
@@ -191,44 +203,51 @@ class RunRecord(_Model):
         duration_s: float,
         chosen: Mapping[str, list[str]],
         collected: Mapping[str, list[str]],
-        results: Mapping[str, Mapping[str, Any]],
+        results: Mapping[str, ItemResult],
         outcomes: Mapping[str, tuple[Outcome, str]],
-        aggregates: Iterable[Mapping[str, Any]],
+        aggregates: Iterable[FunctionResult],
         margin: float,
     ) -> RunRecord:
         """The record of a session from what the plugin kept: the items chosen per test
-        function, their result records (sent by xdist workers), the outcome and failure
-        text pytest reported for each, and the aggregate rows."""
-        rows = {row["function"]: row for row in aggregates}
+        function, their results (sent by xdist workers), the outcome and failure text pytest
+        reported for each, and the test functions' verdicts."""
+        rows = {row.function: row for row in aggregates}
         tests = []
         for function, nodeids in chosen.items():
-            row = rows.get(function)
-            cells = merge(results[n].get("breakdown", {}) for n in nodeids if n in results)
-            shown = table(cells)
-            test = TestRecord(
-                collected=sorted(collected.get(function, nodeids)), by_turn=shown["turn"], by_type=shown["type"], weakest=weakest(cells) or "",
-                key=function, note=row["note"] if row else "",
-                rule=row["verdict"] if row else "band", status=row["status"] if row else "",
-                design=row.get("design", "") if row else "",
-                verdicts=[MetricVerdictRecord(**v) for v in row.get("verdicts", [])] if row else [],
-                metrics=metric_records(row["means"], row.get("doc"), margin) if row else [],
-            )
-            for nodeid in sorted(nodeids):
-                result = results.get(nodeid, {})
-                outcome, message = outcomes.get(nodeid, ("skipped", "did not run"))
-                dialogue = result.get("dialogue")
-                test.items.append(ItemRecord(
-                    nodeid=nodeid, document_id=result.get("document", ""), outcome=outcome,
-                    message=message,
-                    metrics=metric_records(result.get("scores", {}),
-                                           result.get("band") or result.get("band_doc"),
-                                           margin) if result else [],
-                    runs=result.get("dialogues", 1),
-                    rejections=result.get("rejections", 0),
-                    rejected_for=result.get("rejected_for", {}),
-                    dialogue=Dialogue.model_validate(dialogue) if dialogue else None,
-                    result={k: v for k, v in result.items() if k != "dialogue"},
-                ))
+            test = _test_record(function, sorted(collected.get(function, nodeids)),
+                                rows.get(function), [results[n] for n in nodeids if n in results],
+                                margin)
+            test.items = [_item_record(nodeid, results.get(nodeid),
+                                       outcomes.get(nodeid, ("skipped", "did not run")), margin)
+                          for nodeid in sorted(nodeids)]
             tests.append(test)
         return cls(settings=dict(settings), started=started, duration_s=duration_s,
                    tests=sorted(tests, key=lambda t: t.key))
+
+
+def _test_record(function: str, collected: list[str], row: FunctionResult | None,
+                 results: list[ItemResult], margin: float) -> TestRecord:
+    """A test function's record, without its items."""
+    cells = merge(r.breakdown for r in results)
+    shown = table(cells)
+    return TestRecord(
+        collected=collected, by_turn=shown["turn"], by_type=shown["type"],
+        weakest=weakest(cells) or "", key=function, note=row.note if row else "",
+        rule=row.rule if row else "band", status=row.status if row else "",
+        design=row.design if row else "",
+        verdicts=[MetricVerdictRecord(**asdict(v)) for v in row.verdicts] if row else [],
+        metrics=metric_records(row.means, row.doc, margin) if row else [],
+    )
+
+
+def _item_record(nodeid: str, result: ItemResult | None, outcome: tuple[Outcome, str],
+                 margin: float) -> ItemRecord:
+    """An item's record; ``result`` is None when it failed before its dialogue."""
+    if result is None:
+        return ItemRecord(nodeid=nodeid, document_id="", outcome=outcome[0], message=outcome[1])
+    return ItemRecord(
+        nodeid=nodeid, document_id=result.document, outcome=outcome[0], message=outcome[1],
+        metrics=metric_records(result.scores, result.band or result.band_doc, margin),
+        runs=result.dialogues, rejections=result.rejections, rejected_for=result.rejected_for,
+        dialogue=result.dialogue, result=result.without_dialogue(),
+    )

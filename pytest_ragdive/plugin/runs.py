@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -16,9 +17,9 @@ from .marker import function_key
 from .options import ItemSettings, Options
 
 if TYPE_CHECKING:
-    from ..engine.asking import RagAdapter
-    from ..engine.judges import Judges
-    from ..engine.models import Dialogue, Document, DocumentGroup
+    from ..engine.conversation.asking import RagAdapter
+    from ..engine.base.judges import Judges
+    from ..engine.base.models import Dialogue, Document, DocumentGroup
     from ..llm.client import LLMClient
     from .scheduling import Progress, Runner
 
@@ -74,7 +75,7 @@ class Runs:
 
     def judges(self, judges: Any) -> Judges:
         """The judges to use: the fixture's, or ``--ragdive-model``'s, said in the summary."""
-        from ..engine.judges import Judges
+        from ..engine.base.judges import Judges
 
         if not isinstance(judges, Judges):
             pytest.fail(f"ragdive_judges returned {judges!r}; return pytest_ragdive.Judges(...)",
@@ -91,18 +92,45 @@ class Runs:
             later: Sequence[pytest.Item], documents: int) -> Dialogue:
         """The first dialogue of ``item`` (settings ``chosen``), once all its runs ended;
         ``later``: the items of the same test that run after it, of ``documents`` collected."""
-        from ..engine.dialogue import arun_dialogue
-        from ..engine.models import Document, DocumentGroup
         from .profiling import judged
-        from .scheduling import Progress, Runner
 
         judges = self.judges(judges)
         settings = judged(chosen, judges, self.options.profiles(), self.notes)
+        first = self.options.get("seed")
+        seeds = range(first, first + (settings.runs if self.update else 1))
+        confirming = not self.update and self.options.get("verdict") == "permutation"
+        confirms = confirming and settings.confirm_runs > 0
+        test_wide = confirms and settings.confirm_scope == "test"
+        added = self._confirmations(item, settings, documents, test_wide) if confirms else 0
+        starts = self._starts(adapter, judges, settings, first, len(seeds) + added, confirming)
+        own = starts.submit(item.nodeid, document, seeds)
+        #: the later items of this test: their documents and first runs
+        started: dict[pytest.Item, tuple[Document | DocumentGroup, list[Future]]] = {}
+        if self._concurrent(test_wide):  # start the dialogues of this test's later items
+            started = {other: (doc, starts.submit(other.nodeid, doc, seeds))
+                       for other, doc in _documents(later)}
+        else:
+            test_wide = False
+        dialogues, last = self._held(item.nodeid, document, starts, own, seeds)
+        worse = confirms and self._looks_worse(item, settings, judges, dialogues[0])
+        if test_wide:
+            worse = self._confirm_test(item, settings, judges, worse, started, starts,
+                                       range(seeds[-1] + 1, seeds[-1] + 1 + added))
+        if worse:
+            dialogues += starts.progress.wait(
+                starts.submit(item.nodeid, document, range(last + 1, last + 1 + added)))
+        self.dialogues[item.nodeid] = (settings, judges, dialogues)
+        return dialogues[0]
+
+    def _starts(self, adapter: RagAdapter, judges: Judges, settings: ItemSettings, first: int,
+                most: int, confirming: bool) -> _Starts:
+        """How an item's runs start, on the session's runner (made by its first item)."""
+        from .scheduling import Progress, Runner
+
         if self._runner is None:
             self._runner = Runner()
             self._progress = Progress(self.config, lambda: self.client().calls_made)
-        runner, progress = self._runner, self._progress
-        assert progress is not None
+        assert self._progress is not None
         options = {
             "judges": judges, "turns": settings.turns, "role": settings.role,
             "metrics": settings.metrics, "max_regenerations": settings.max_regenerations,
@@ -112,63 +140,41 @@ class Runs:
             "adapter_timeout": self.options.get("adapter_timeout"),
             "dialogue_timeout": self.options.get("dialogue_timeout"),
         }
-        first = self.options.get("seed")
-        seeds = range(first, first + (settings.runs if self.update else 1))
-        confirming = not self.update and self.options.get("verdict") == "permutation"
-        confirms = confirming and settings.confirm_runs > 0
-        test_wide = confirms and settings.confirm_scope == "test"
-        added = self._confirmations(item, settings, documents, test_wide) if confirms else 0
-        most = len(seeds) + added
+        return _Starts(self._runner, self._progress, adapter, options, first, most,
+                       settings.turns, certain=not confirming)
 
-        def start(doc: Document | DocumentGroup, seed: int) -> Callable[[], Awaitable[Dialogue]]:
-            return lambda: arun_dialogue(doc, adapter, seed=seed, **options,
-                                         progress=progress.reporter(
-                                             seed - first, most, settings.turns,
-                                             certain=not confirming))
-
-        def submit(it: pytest.Item, doc: Document | DocumentGroup) -> list[Future]:
-            return [runner.submit((it.nodeid, seed), start(doc, seed)) for seed in seeds]
-
-        own = submit(item, document)
-        #: the later items of this test: their documents and first runs
-        started: dict[pytest.Item, tuple[Document | DocumentGroup, list[Future]]] = {}
-        if self._concurrent(test_wide):  # start the dialogues of this test's later items
-            for other in later:
-                callspec = getattr(other, "callspec", None)
-                doc = callspec.params.get("ragdive_document") if callspec else None
-                if isinstance(doc, (Document, DocumentGroup)):
-                    started[other] = (doc, submit(other, doc))
-        else:
-            test_wide = False
-        dialogues = progress.wait(own)
+    def _held(self, nodeid: str, document: Document | DocumentGroup, starts: _Starts,
+              own: list[Future], seeds: range) -> tuple[list[Dialogue], int]:
+        """The item's runs (``own``) once they ended, the held runs first, by seed (a check's
+        first run is the one it judges); and the last seed used. A run the generator, not
+        the bot, failed is held again with the next seed, so that a check has its run and
+        an update's band the runs asked for: while failed runs outnumber the runs held
+        again, up to ``HELD_AGAIN`` times."""
+        dialogues = starts.progress.wait(own)
         last = seeds[-1]
-        # a run the generator, not the bot, failed is held again with the next seed, so that
-        # a check has its run and an update's band the runs asked for: while failed runs
-        # outnumber the runs held again
         while (sum("generation" in d.errors for d in dialogues) > last - seeds[-1]
                and last < seeds[-1] + HELD_AGAIN):
             last += 1
-            dialogues += progress.wait([runner.submit((item.nodeid, last), start(document, last))])
-        # the held runs first, by seed: a check's first run is the one it judges
+            dialogues += starts.progress.wait(starts.submit(nodeid, document, [last]))
         dialogues.sort(key=lambda d: ("generation" in d.errors, d.seed))
-        worse = confirms and self._looks_worse(item, settings, judges, dialogues[0])
-        if test_wide:
-            test = function_key(item)
-            if test not in self._test_confirms:  # the test's first item decides for all
-                self._test_confirms[test] = worse or any(
-                    self._looks_worse(other, settings, judges, first)
-                    for other, first in _firsts(started, progress))
-            worse = worse or self._test_confirms[test]
-            if worse:  # the other documents' confirmation runs start alongside this one's
-                for other, (doc, _) in started.items():
-                    for seed in range(seeds[-1] + 1, seeds[-1] + 1 + added):
-                        runner.submit((other.nodeid, seed), start(doc, seed))
+        return dialogues, last
+
+    def _confirm_test(self, item: pytest.Item, settings: ItemSettings, judges: Judges,
+                      worse: bool, started: Mapping[pytest.Item, tuple[Any, list[Future]]],
+                      starts: _Starts, more: range) -> bool:
+        """Test-wide confirmation: whether the test's first runs look worse (the test's first
+        item decides for all, from its own and the ``started`` items' first runs); if so,
+        the other documents' confirmation runs (seeds ``more``) start alongside this one's."""
+        test = function_key(item)
+        if test not in self._test_confirms:
+            self._test_confirms[test] = worse or any(
+                self._looks_worse(other, settings, judges, first)
+                for other, first in _firsts(started, starts.progress))
+        worse = worse or self._test_confirms[test]
         if worse:
-            more = range(last + 1, last + 1 + added)
-            dialogues += progress.wait([runner.submit((item.nodeid, seed), start(document, seed))
-                                        for seed in more])
-        self.dialogues[item.nodeid] = (settings, judges, dialogues)
-        return dialogues[0]
+            for other, (doc, _) in started.items():
+                starts.submit(other.nodeid, doc, more)
+        return worse
 
     def _confirmations(self, item: pytest.Item, settings: ItemSettings, documents: int,
                        test_wide: bool) -> int:
@@ -215,3 +221,44 @@ def _firsts(started: Mapping[pytest.Item, tuple[object, Sequence[Future]]], prog
     for other, future in futures.items():
         if future.exception() is None and "generation" not in future.result().errors:
             yield other, future.result()
+
+
+def _documents(items: Sequence[pytest.Item]
+               ) -> Iterator[tuple[pytest.Item, Document | DocumentGroup]]:
+    """The items whose document is a parameter, with it."""
+    from ..engine.base.models import Document, DocumentGroup
+
+    for other in items:
+        callspec = getattr(other, "callspec", None)
+        doc = callspec.params.get("ragdive_document") if callspec else None
+        if isinstance(doc, (Document, DocumentGroup)):
+            yield other, doc
+
+
+@dataclass(frozen=True)
+class _Starts:
+    """How the runs of an item start on the ``runner``: a dialogue at a seed, its progress
+    shown as one of the ``most`` runs an item may hold (``certain``: no confirmation run
+    may follow)."""
+
+    runner: Runner
+    progress: Progress
+    adapter: RagAdapter
+    options: dict[str, Any]
+    first: int  # the first seed
+    most: int
+    turns: int
+    certain: bool
+
+    def submit(self, nodeid: str, doc: Document | DocumentGroup,
+               seeds: Iterable[int]) -> list[Future]:
+        return [self.runner.submit((nodeid, seed), self._start(doc, seed)) for seed in seeds]
+
+    def _start(self, doc: Document | DocumentGroup,
+               seed: int) -> Callable[[], Awaitable[Dialogue]]:
+        from ..engine.conversation.dialogue import arun_dialogue
+
+        return lambda: arun_dialogue(doc, self.adapter, seed=seed, **self.options,
+                                     progress=self.progress.reporter(
+                                         seed - self.first, self.most, self.turns,
+                                         certain=self.certain))

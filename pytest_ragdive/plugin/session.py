@@ -10,19 +10,27 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .collection import Collection, remove
+from .collection import Collected, Collection, remove
 from .marker import MARKER, function_key
 from .options import ItemSettings, Options
 from .runs import Runs
 
 if TYPE_CHECKING:
-    from ..engine.asking import RagAdapter
-    from ..engine.judges import Judges
-    from ..engine.models import Dialogue, Document, DocumentGroup
+    from ..engine.conversation.asking import RagAdapter
+    from ..engine.base.judges import Judges
+    from ..engine.base.models import Dialogue, Document, DocumentGroup
     from ..llm.client import LLMClient
+    from .records import BandDoc, FunctionResult, ItemResult
     from .run_record import Outcome
 
 STATE = pytest.StashKey["RagdiveSession"]()
+
+
+class WorkerOutput(Collected):
+    """What an xdist worker sends the controller (``workeroutput``, plain data)."""
+
+    notes: list[str]
+    results: dict[str, dict[str, Any]]  # node id -> ItemResult as JSON
 
 
 class RagdiveSession:
@@ -32,9 +40,9 @@ class RagdiveSession:
         self.update = self.options.update
         self._client: LLMClient | None = None
         self.collection = Collection()
-        self.results: dict[str, dict[str, Any]] = {}
-        self.aggregates: list[dict[str, Any]] = []
-        self._aggregate_bands: dict[Path, dict[str, Any]] = {}
+        self.results: dict[str, ItemResult] = {}
+        self.aggregates: list[FunctionResult] = []
+        self._aggregate_bands: dict[Path, BandDoc] = {}
         self._judged = False
         self.unused: list[str] = []
         self.notes: set[str] = set()
@@ -102,8 +110,8 @@ class RagdiveSession:
                 _check_role(item, settings, document)
         for function, (settings, docs) in documents.items():
             if settings.openers and all(d is not None for d in docs):
-                from ..engine.models import DocumentGroup
-                from ..engine.openers import check_documents
+                from ..engine.base.models import DocumentGroup
+                from ..engine.documents.openers import check_documents
 
                 known = [m for d in docs for m in DocumentGroup.of(d).documents]
                 try:
@@ -170,11 +178,18 @@ class RagdiveSession:
 
     # -- end of session -----------------------------------------------------------
 
-    def worker_output(self) -> dict[str, Any]:
-        return {"results": self.results, **self.collection.output(), "notes": sorted(self.notes)}
+    def worker_output(self) -> WorkerOutput:
+        """What a worker sends the xdist controller, as plain data: its items' results as
+        JSON (read back by :meth:`merge`), its collection and its notes."""
+        return {**self.collection.output(), "notes": sorted(self.notes),
+                "results": {n: r.model_dump(mode="json") for n, r in self.results.items()}}
 
-    def merge(self, output: dict[str, Any]) -> None:
-        self.results.update(output["results"])
+    def merge(self, output: WorkerOutput) -> None:
+        """A worker's :meth:`worker_output`, on the xdist controller."""
+        from .records import ItemResult
+
+        self.results.update({n: ItemResult.model_validate(r)
+                             for n, r in output["results"].items()})
         self.notes.update(output["notes"])
         self.collection.merge(output)
 
@@ -259,14 +274,14 @@ def _check_role(item: pytest.Item, settings: ItemSettings,
                 document: Document | DocumentGroup) -> None:
     """A role that needs a group of documents (``switching``) on an item of one fails the
     collection, naming the fix."""
-    from ..engine.models import DocumentGroup
-    from ..engine.settings import SettingError
-    from ..engine.switching import needs_group
+    from ..engine.base.models import DocumentGroup
+    from ..engine.base.settings import SettingError
+    from ..engine.roles.registry import role
 
     try:
-        needs_group(settings.role, DocumentGroup.of(document), item.nodeid,
-                    "make each item a group of documents: "
-                    "ragdive.document_fixture('kb/*.md', group=2), group=2 in the marker, or "
-                    "ragdive_document_group = 2 in the ini file")
+        role(settings.role).check_group(
+            DocumentGroup.of(document), item.nodeid,
+            "make each item a group of documents: ragdive.document_fixture('kb/*.md', "
+            "group=2), group=2 in the marker, or ragdive_document_group = 2 in the ini file")
     except SettingError as exc:
         raise pytest.UsageError(str(exc)) from None

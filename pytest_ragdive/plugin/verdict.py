@@ -18,7 +18,7 @@ from typing import Literal, NamedTuple
 
 import numpy as np
 
-from ..engine.metrics import METRICS
+from ..engine.base.metrics import METRICS
 from . import power, reach
 from .permutation import Scores, Seeds, paired, paired_floor, paired_p, permutation_test, strata
 
@@ -211,8 +211,3 @@ def _reason(entry: _Tested, rejected: bool, looks_worse: bool, in_family: bool,
     if is_paired and verdict != "inconclusive":
         reason += f" ({design})"
     return verdict, reason
-
-
-def needs_confirmation(verdicts: Iterable[MetricVerdict]) -> bool:
-    """True when some verdict is inconclusive: draw more candidate runs and decide again."""
-    return any(v.verdict == "inconclusive" for v in verdicts)

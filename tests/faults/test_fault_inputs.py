@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_ragdive.engine.documents import load_documents
+from pytest_ragdive.engine.documents.loading import load_documents
 
 
 def test_a_role_typo_in_the_marker_stops_the_collection(pytester: pytest.Pytester) -> None:

@@ -55,7 +55,7 @@ def test_a_reply_that_only_starts_like_yes_or_no_is_unscored_not_a_verdict(
 
 
 def test_a_retry_exception_is_summarised_by_its_last_attempt() -> None:
-    from pytest_ragdive.engine.evaluator import _why
+    from pytest_ragdive.engine.evaluation.evaluator import _why
 
     class Attempt:
         exception = ValueError("1 validation error for Verdicts\nstatements: field required")

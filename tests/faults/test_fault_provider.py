@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import PROJECT_CONFTEST, PROJECT_INI
 
-from pytest_ragdive.engine.dialogue import run_blocking
+from pytest_ragdive.engine.conversation.dialogue import run_blocking
 from pytest_ragdive.llm.cache import ResponseCache
 from pytest_ragdive.llm.client import LLMClient
 from pytest_ragdive.llm.errors import ModelError

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_ragdive.engine.judges import Judges
+from pytest_ragdive.engine.base.judges import Judges
 from pytest_ragdive.llm.model import Model
 from pytest_ragdive.llm.secrets import mask
 
