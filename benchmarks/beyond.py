@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
         dialogues = [i.dialogue for i in test.items if i.dialogue is not None]
         attempts = sum(len(t.rejections) + 1 for d in dialogues for t in d.turns)
         categories = Counter(c for d in dialogues for t in d.turns for r in t.rejections
-                             for c in r.verdict.categories)
+                             for c in r.validation.categories)
         held = sum(not d.errors.get("dialogue") for d in dialogues)
         rejected = attempts - sum(len(d.turns) for d in dialogues)
         # a run not held had every attempt at one turn rejected: 5 with the example's ini

@@ -35,6 +35,7 @@ check, which costs most of the rejections, changes what the bot's retrieval can 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import tempfile
 from collections import Counter
@@ -43,7 +44,8 @@ from pathlib import Path
 
 import pytest_ragdive as ragdive
 from pytest_ragdive.engine.generation import follow_ups
-from pytest_ragdive.engine.validation import checks
+from pytest_ragdive.engine.text import english
+from pytest_ragdive.engine.validation import checks, conversation
 from pytest_ragdive.engine.validation import sources
 from pytest_ragdive.engine.documents.groups import group_documents
 from pytest_ragdive.engine.base.models import DocumentGroup
@@ -51,6 +53,8 @@ from pytest_ragdive.llm.cache import ResponseCache
 from pytest_ragdive.llm.client import LLMClient
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "example_project"
+#: a stand-alone question that says the conversation's subject (follow_ups.anchored)
+ANCHORED = re.compile(r"About [^:?]+: ")
 sys.path.insert(0, str(EXAMPLE))
 
 
@@ -123,20 +127,20 @@ def main(argv: list[str] | None = None) -> int:
             supported += sources.evidence_check(turn.generated, group) is None
             crossing += turn.generated.question_type == "cross_document"
             attempts += 1 + len(turn.rejections)
-            categories.update(c for r in turn.rejections for c in r.verdict.categories)
+            categories.update(c for r in turn.rejections for c in r.validation.categories)
             if earlier:
                 n_follow_ups += 1
                 said = follow_ups.said_before(earlier)
-                leaning += follow_ups.leans_back(turn.generated, earlier) is None
+                leaning += conversation.leans_back(turn.generated, earlier) is None
                 dependent = follow_ups.depends_on_conversation(
                     turn.generated.rag_input, turn.generated.standalone_question, said)
                 depends += dependent
-                subject_only += dependent and follow_ups.about_subject(
-                    turn.generated.standalone_question)
+                subject_only += dependent and ANCHORED.match(
+                    turn.generated.standalone_question) is not None
                 repeated += checks.repeated_question(
                     turn.generated, [t.generated for t in earlier]) is not None
                 unchecked += not turn.validated
-                alone += len(group.documents) == 1 and bool(checks.singles_out(
+                alone += len(group.documents) == 1 and bool(english.singles_out(
                     turn.generated.rag_input, group.documents[0].text,
                     group.documents[0].others))
                 ranked = retrieves(turn.generated.rag_input)

@@ -37,7 +37,7 @@ from pytest_ragdive.engine.profiles.cases import Case, Exchange, earlier_turns, 
 from pytest_ragdive.engine.conversation.dialogue import run_blocking
 from pytest_ragdive.engine.base.models import GeneratedTurn
 from pytest_ragdive.engine.profiles.profile import Profiles
-from pytest_ragdive.engine.evaluation.binary import JUDGES, combine, exact_yes
+from pytest_ragdive.engine.evaluation.binary import BINARY_JUDGES, combine, exact_yes
 from pytest_ragdive.engine.evaluation.ragas_metrics import RagasMetrics
 from pytest_ragdive.engine.roles import mistaken, switching, vague
 from pytest_ragdive.engine.roles.registry import role
@@ -81,12 +81,12 @@ async def answers(client: LLMClient, cases: list[Case], told: bool = True
 
 def score_one(metric: str, p_yes: float) -> float:
     """P(score 1) from the judge's P(yes)."""
-    return p_yes if JUDGES[metric].yes_scores_one else 1 - p_yes
+    return p_yes if BINARY_JUDGES[metric].yes_scores_one else 1 - p_yes
 
 
 def verdicts(metric: str, probabilities: list[float]) -> list[int]:
     cut = threshold(metric)
-    return [int((p >= cut) == JUDGES[metric].yes_scores_one) for p in probabilities]
+    return [int((p >= cut) == BINARY_JUDGES[metric].yes_scores_one) for p in probabilities]
 
 
 def labels(cases: list[Case]) -> list[int]:
@@ -104,12 +104,12 @@ def report_judge(metric: str, dev: list[Case], dev_answers: list[list[float]],
                 verdicts(metric, p_yes), labels(dev), scores, seconds),
             row(f"{metric}, threshold fitted per held-out {group}",
                 held_out(scores, labels(dev), groups), labels(dev), scores)]
-    if JUDGES[metric].per_part:  # what the calls about the key's parts buy
+    if BINARY_JUDGES[metric].per_part:  # what the calls about the key's parts buy
         whole = [score_one(metric, a[0]) for a in dev_answers]
         rows.append(row(f"{metric}, the whole key alone (no parts), fitted per held-out {group}",
                         held_out(whole, labels(dev), groups), labels(dev), whole))
     elif len(dev_answers[0]) == 2:  # what the second call (negation or answer key) buys
-        second = "answer key" if JUDGES[metric].against_key else "negation"
+        second = "answer key" if BINARY_JUDGES[metric].against_key else "negation"
         asked = [score_one(metric, a[0]) for a in dev_answers]
         rows.append(row(f"{metric}, the question alone (no {second}), fitted per held-out {group}",
                         held_out(asked, labels(dev), groups), labels(dev), asked))
@@ -295,16 +295,16 @@ async def clarified(client: LLMClient) -> list[dict[str, Any]]:
     parts = {"dev": split(cases, False), "held": split(cases, True)}
     check = exact_yes("clarified")[0]
     exact = {k: [float(check(c.turns()[0])) for c in chosen] for k, chosen in parts.items()}
-    package, rows, cut = JUDGES["clarified"], [], threshold("clarified")
+    package, rows, cut = BINARY_JUDGES["clarified"], [], threshold("clarified")
     tried = {"ask which one, and its negation (the package's)": package,
              **{name: replace(package, question=question, negation=None, against_key=True)
                 for name, question in CLARIFIED_TRIED.items()}}
     for name, judge in tried.items():
-        JUDGES["clarified"] = judge
+        BINARY_JUDGES["clarified"] = judge
         try:
             got = {k: (await answers(client, chosen))[0] for k, chosen in parts.items()}
         finally:
-            JUDGES["clarified"] = package
+            BINARY_JUDGES["clarified"] = package
         second = "the answer key" if judge.against_key else "the negation"
         for how, read in ((f"with {second}", lambda a: combine("clarified", a)),
                           ("the question alone", lambda a: a[0])):

@@ -19,7 +19,7 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-from pytest_ragdive.engine.validation.checks import words
+from pytest_ragdive.engine.text.english import words
 from pytest_ragdive.engine.base.models import Turn
 from pytest_ragdive.llm.cache import ResponseCache
 from pytest_ragdive.llm.client import LLMClient

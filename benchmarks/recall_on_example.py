@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from unittest import mock
 
-from pytest_ragdive.engine.validation.checks import numbers
+from pytest_ragdive.engine.text.english import numbers
 from pytest_ragdive.llm.cache import ResponseCache
 from pytest_ragdive.llm.client import LLMClient
 

@@ -23,7 +23,7 @@ _LAZY = {
     "Message": "engine.base.models",
     "RagAnswer": "engine.base.models",
     "GeneratedTurn": "engine.base.models",
-    "Verdict": "engine.base.models",
+    "Validation": "engine.base.models",
     "Turn": "engine.base.models",
     "Judgement": "engine.base.models",
     "Dialogue": "engine.base.models",
@@ -69,7 +69,7 @@ if TYPE_CHECKING:
         Message,
         RagAnswer,
         Turn,
-        Verdict,
+        Validation,
     )
     from .engine.base.settings import SETTINGS
     from .engine.evaluation.judge import BinaryJudge

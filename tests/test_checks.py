@@ -69,7 +69,7 @@ def test_a_message_two_documents_hold_alike_singles_out_neither_in_every_process
     # both ferries' documents hold every word of it: equal weights, summed in a set's order
     kb = Path(__file__).resolve().parents[1] / "example_project" / "kb"
     message = "What are the numbers of passengers and bicycles carried by the Tern ferry?"
-    code = ("import pytest_ragdive as r; from pytest_ragdive.engine.validation.checks import singles_out; "
+    code = ("import pytest_ragdive as r; from pytest_ragdive.engine.text.english import singles_out; "
             f"d = {{x.id: x for x in r.load_documents({str(kb)!r})}}['harbour-ferry']; "
             f"print(singles_out({message!r}, d.text, d.others))")
     outputs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

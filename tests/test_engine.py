@@ -125,10 +125,10 @@ def test_turn_failing_an_exact_check_is_regenerated_with_the_reason(tmp_path: Pa
     assert dialogue.errors == {}
     rejected = dialogue.turns[1].rejections
     # nor about the fact the plugin gave ("It opened in 1931.")
-    assert [r.verdict.categories for r in rejected] == [["ground_truth",
+    assert [r.validation.categories for r in rejected] == [["ground_truth",
                                                          "rag_input_not_connected"]]
-    assert "can be understood without the conversation" in rejected[0].verdict.feedback
-    assert "asks nothing that the fact states" in rejected[0].verdict.feedback
+    assert "can be understood without the conversation" in rejected[0].validation.feedback
+    assert "asks nothing that the fact states" in rejected[0].validation.feedback
     # the model repeated the subject; the message refers to it instead
     assert dialogue.turns[1].generated.rag_input == "When did it open?"
     assert dialogue.turns[1].generated.standalone_question == "When did the Alder Tower open?"
@@ -154,7 +154,7 @@ def test_invented_answer_key_and_repeated_question_are_rejected(tmp_path: Path) 
 
     dialogue = run(scripted({"FirstQuestion": first, "NextQuestion": again}), Bot(), tmp_path,
                    turns=2, max_regenerations=3)
-    feedback = [r.verdict.feedback for r in dialogue.turns[0].rejections]
+    feedback = [r.validation.feedback for r in dialogue.turns[0].rejections]
     assert "not copied from the source text" in feedback[0]
     assert "ground_truth states 125" in feedback[1]
     assert dialogue.turns[0].generated.ground_truth == "120 m."
@@ -174,7 +174,7 @@ def test_invalid_turn_is_regenerated_with_the_validators_feedback(tmp_path: Path
     dialogue = run(model, Bot(), tmp_path, turns=1, metrics=["correctness"])
     assert dialogue.errors == {}
     [rejected] = dialogue.turns[0].rejections
-    assert rejected.verdict.categories == ["ground_truth"]
+    assert rejected.validation.categories == ["ground_truth"]
     generator_prompts = [m[-1]["content"] for s, m in calls(model) if s == "FirstQuestion"]
     assert len(generator_prompts) == 2
     assert "the source text states (P(yes) 0.10)" in generator_prompts[1]
@@ -199,7 +199,7 @@ def test_validation_once_judges_one_attempt_and_takes_the_next_that_passes_exact
     assert dialogue.errors == {}
     assert [len(t.rejections) for t in dialogue.turns] == [0, 1, 1]
     assert [t.validated for t in dialogue.turns] == [True, False, False]
-    assert "standalone_question must name" in dialogue.turns[1].rejections[0].verdict.feedback
+    assert "standalone_question must name" in dialogue.turns[1].rejections[0].validation.feedback
     standalone_asked = [m for s, m in calls(model)
                         if s == "YesNo" and QUESTIONS["standalone"][0] in m[-1]["content"]]
     assert len(standalone_asked) == 2  # one judged attempt per follow-up turn
@@ -221,8 +221,8 @@ def test_validation_once_still_applies_the_exact_checks(tmp_path: Path) -> None:
     assert dialogue.errors == {}
     second = dialogue.turns[1]
     assert not second.validated and len(second.rejections) == 3
-    assert all(r.verdict.categories == ["rag_input_not_connected"] for r in second.rejections)
-    assert "without the conversation" in second.rejections[0].verdict.feedback
+    assert all(r.validation.categories == ["rag_input_not_connected"] for r in second.rejections)
+    assert "without the conversation" in second.rejections[0].validation.feedback
     # nor is a message that is no question (the model copied its fact)
     said = scripted({"FirstQuestion": lambda m: TALL, "NextQuestion": lambda m: {
         **next_question(m), "rag_input": "The harbour bridge opened in 1931."}})

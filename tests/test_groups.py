@@ -126,8 +126,8 @@ def test_a_turn_that_names_the_wrong_document_is_rejected_saying_so(
     assert first["generated"]["source"] == "bike"
     [rejected] = first["rejections"]
     assert rejected["turn"]["source"] == "ferry"
-    assert rejected["verdict"]["categories"] == ["ground_truth"]
-    assert rejected["verdict"]["feedback"] == (
+    assert rejected["validation"]["categories"] == ["ground_truth"]
+    assert rejected["validation"]["feedback"] == (
         'the evidence is copied from "bike", not from "ferry" that source names; name the '
         "source text the evidence is copied from")
 

@@ -160,12 +160,12 @@ def test_the_role_and_its_judge_count_only_in_the_digest_of_the_bands_that_use_t
 
     precise, mistaken = digests()
     assert precise != mistaken
-    judge = questions.JUDGES["premise_corrected"]
-    monkeypatch.setitem(questions.JUDGES, "premise_corrected",
+    judge = questions.BINARY_JUDGES["premise_corrected"]
+    monkeypatch.setitem(questions.BINARY_JUDGES, "premise_corrected",
                         replace(judge, threshold=judge.threshold / 2))
     assert digests()[0] == precise and digests()[1] != mistaken
-    monkeypatch.setitem(questions.JUDGES, "correctness",
-                        replace(questions.JUDGES["correctness"], threshold=0.1))
+    monkeypatch.setitem(questions.BINARY_JUDGES, "correctness",
+                        replace(questions.BINARY_JUDGES["correctness"], threshold=0.1))
     assert digests()[0] != precise
     prompts_digest.cache_clear()
 

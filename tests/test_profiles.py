@@ -26,7 +26,7 @@ from pytest_ragdive.engine.profiles.profile import (
     scope,
     shipped,
 )
-from pytest_ragdive.engine.evaluation.binary import JUDGES
+from pytest_ragdive.engine.evaluation.binary import BINARY_JUDGES
 from pytest_ragdive.engine.base.settings import SETTINGS, scored_metrics
 from pytest_ragdive.engine.validation.validator import QUESTIONS, model_checks
 from pytest_ragdive.llm.cache import ResponseCache
@@ -50,7 +50,7 @@ def test_the_shipped_embedded_profile_is_the_package_as_it_was() -> None:
     profile = Profiles().of(EMBEDDED)
     assert profile is shipped()[EMBEDDED] and legacy(EMBEDDED) is profile
     # the thresholds every model had, the metrics and checks left out, the rewriting
-    assert {m: profile.threshold(m) for m in BINARY} == {m: j.threshold for m, j in JUDGES.items()}
+    assert {m: profile.threshold(m) for m in BINARY} == {m: j.threshold for m, j in BINARY_JUDGES.items()}
     assert list(profile.left_out()) == ["context_retention", "faithfulness", "context_precision",
                                         "context_recall"]
     assert [model_checks(Model(EMBEDDED), s) for s in ("auto", "all", "exact")] == [

@@ -20,7 +20,7 @@ from pytest_ragdive.engine.base.models import (
     Rejection,
     Turn,
     Usage,
-    Verdict,
+    Validation,
 )
 from pytest_ragdive.engine.base.settings import EVERY_ROLE as METRICS  # the six of RAG-DIVE
 from pytest_ragdive.plugin import bands as baseline
@@ -79,7 +79,7 @@ def dialogue(document_id: str, turns: int, seed: int = 0, hostile: bool = False)
             ),
             answer=RagAnswer(answer=f"Answer {index} of {document_id}: {text(rng, 260)}{evil}",
                              contexts=[text(rng, 400) + evil for _ in range(3)]),
-            rejections=[Rejection(turn=rejected, verdict=Verdict(
+            rejections=[Rejection(turn=rejected, validation=Validation(
                 valid=False, categories=["not_standalone", "ground_truth"],
                 feedback=f"Rejection {index} of {document_id}: {text(rng, 120)}{evil}"))]
             if index % 2 == 0 else [],
@@ -196,7 +196,7 @@ def test_the_json_round_trips_with_dialogues() -> None:
     assert again == record
     item = again.tests[0].items[1]
     assert isinstance(item.dialogue, Dialogue)
-    assert item.dialogue.turns[1].rejections[0].verdict.categories == ["not_standalone",
+    assert item.dialogue.turns[1].rejections[0].validation.categories == ["not_standalone",
                                                                       "ground_truth"]
 
 
@@ -279,7 +279,7 @@ def test_every_test_item_turn_and_metric_is_shown() -> None:
             for piece in (generated.rag_input, generated.standalone_question,
                           generated.ground_truth, generated.evidence, turn.answer.answer,
                           *turn.answer.contexts, *(j.reason for j in turn.judgements.values()),
-                          *(r.verdict.feedback for r in turn.rejections)):
+                          *(r.validation.feedback for r in turn.rejections)):
                 assert piece in body
             assert f"Turn {turn.index}" in body
     assert len(page.having("li", "turn")) == 9

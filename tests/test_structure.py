@@ -3,10 +3,70 @@
 from __future__ import annotations
 
 import ast
+import importlib.util
 import re
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parent.parent / "pytest_ragdive"
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "pytest_ragdive"
+ENGINE = PACKAGE / "engine"
+#: the engine's packages: the paper's three stages, the dialogue that runs them, the roles,
+#: and what they share
+STAGES = {"generation", "validation", "evaluation"}
+ENGINE_PACKAGES = STAGES | {"conversation", "roles", "base", "documents", "profiles", "text"}
+LONGEST_FUNCTION = 60
+LONGEST_MODULE = 320
+
+
+def _functions(path: Path) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+    return [n for n in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+            if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+
+
+def test_every_engine_module_is_in_its_stage_role_or_shared_package() -> None:
+    top = {p.name for p in ENGINE.iterdir() if p.suffix == ".py" or (p / "__init__.py").exists()}
+    assert top == {"__init__.py", *ENGINE_PACKAGES}, (
+        "engine/ holds only its packages; put a module into the one whose job it does")
+    for name in ENGINE_PACKAGES:
+        init = ENGINE / name / "__init__.py"
+        doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8")))
+        assert doc, f"engine/{name}/__init__.py says what the package does and hands on"
+        assert not [n for n in ast.parse(init.read_text(encoding="utf-8")).body
+                    if not isinstance(n, ast.Expr)], f"engine/{name}/__init__.py holds no code"
+        assert {p.parent for p in (ENGINE / name).rglob("*.py")} == {ENGINE / name}
+    for stage in STAGES:
+        doc = ast.get_docstring(ast.parse((ENGINE / stage / "__init__.py").read_text()))
+        assert doc and doc.startswith("Stage ") and "Hands on" in " ".join(doc.split())
+
+
+def test_every_built_in_role_is_one_module_behind_the_protocol() -> None:
+    from pytest_ragdive.engine.roles import registry
+    from pytest_ragdive.engine.roles.role import Role
+
+    modules = {p.stem for p in (ENGINE / "roles").glob("*.py")} - {"__init__", "registry", "role"}
+    by_module = {r.__class__.__module__.rsplit(".", 1)[-1] for r in registry.BUILTIN}
+    assert by_module == modules and all(isinstance(r, Role) for r in registry.BUILTIN)
+    # a role's own metric is the only place its judge is written
+    from pytest_ragdive.engine.base.metrics import ROLE_METRICS
+    assert ROLE_METRICS == {r.metric.name: r.name for r in registry.BUILTIN if r.metric}
+
+
+def test_no_function_or_module_is_too_long() -> None:
+    long = [f"{p.relative_to(ROOT)}:{f.lineno} {f.name} ({f.end_lineno - f.lineno + 1} lines)"
+            for p in sorted(PACKAGE.rglob("*.py")) for f in _functions(p)
+            if (f.end_lineno or 0) - f.lineno + 1 > LONGEST_FUNCTION]
+    big = [f"{p.relative_to(ROOT)} ({n} lines)" for p in sorted(PACKAGE.rglob("*.py"))
+           if (n := len(p.read_text(encoding="utf-8").splitlines())) > LONGEST_MODULE]
+    assert not long and not big, "split these:\n  " + "\n  ".join(long + big)
+
+
+def test_the_layout_map_in_the_docs_is_the_tree() -> None:
+    spec = importlib.util.spec_from_file_location("layout", ROOT / "docs" / "layout.py")
+    assert spec and spec.loader
+    layout = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(layout)
+    index = (ROOT / "docs" / "index.md").read_text(encoding="utf-8")
+    assert layout.written(index) == index, "docs/index.md is out of date: python docs/layout.py --write"
 
 
 def test_no_untyped_dict_crosses_plugin_modules() -> None:

@@ -145,8 +145,8 @@ def test_follow_ups_switch_to_the_other_document_and_return_without_naming_the_f
         assert re.fullmatch(r" [a-z][\w ]* (it|its \w+)( \w+)*\?", message[len(lead):])
         # the model named CityCycle twice at first: sent back, saying what gave it away
         (rejected,) = turn.rejections
-        assert rejected.verdict.categories == ["rag_input_not_connected"]
-        assert rejected.verdict.feedback.startswith(
+        assert rejected.validation.categories == ["rag_input_not_connected"]
+        assert rejected.validation.feedback.startswith(
             'rag_input names "citycycle", which says what the user goes back to')
         # a bot that keeps its history answers from the first topic's document
         assert turn.answer.answer == turn.generated.evidence

@@ -95,8 +95,8 @@ def test_a_role_from_a_conftest_drives_checks_and_scores_the_dialogue(project) -
     assert dialogue.role == "curious"
     # its check rejected turn 2's first attempt, in its category, with its feedback
     second = dialogue.turns[1]
-    assert [r.verdict.categories for r in second.rejections] == [["question_not_consistent"]]
-    assert "rag_input must ask why" in second.rejections[0].verdict.feedback
+    assert [r.validation.categories for r in second.rejections] == [["question_not_consistent"]]
+    assert "rag_input must ask why" in second.rejections[0].validation.feedback
     assert second.generated.rag_input == "Why is that so about it?"
     # its metric scored the follow-up only, with its own prompt and judge
     assert "explained" not in dialogue.turns[0].judgements

@@ -112,9 +112,9 @@ def test_follow_ups_ask_what_parallel_facts_answer_without_saying_which(
     bins = next(t for t in follow_ups if "bin" in t.generated.standalone_question)
     (rejected,) = bins.rejections
     assert rejected.turn.rag_input == "How often is it for residual waste emptied?"
-    assert rejected.verdict.categories == ["question_not_consistent"]
+    assert rejected.validation.categories == ["question_not_consistent"]
     assert re.match(r'rag_input says "(residual|waste)", which tells which of 2 similar facts '
-                    r"the user means", rejected.verdict.feedback)
+                    r"the user means", rejected.validation.feedback)
     assert not next(t for t in follow_ups if t is not bins).rejections
 
 
@@ -246,8 +246,8 @@ def test_the_role_and_its_judge_count_only_in_the_digest_of_the_bands_that_use_t
 
     before = digests()
     assert len(set(before)) == 3
-    judge = questions.JUDGES["clarified"]
-    monkeypatch.setitem(questions.JUDGES, "clarified", replace(judge, threshold=0.1))
+    judge = questions.BINARY_JUDGES["clarified"]
+    monkeypatch.setitem(questions.BINARY_JUDGES, "clarified", replace(judge, threshold=0.1))
     after = digests()
     assert after[:2] == before[:2] and after[2] != before[2]
     prompts_digest.cache_clear()

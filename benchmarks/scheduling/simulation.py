@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 
 from pytest_ragdive.engine.validation import validator
 from pytest_ragdive.engine.base.metrics import MULTI_TURN_METRICS, ROLE_METRICS
-from pytest_ragdive.engine.evaluation.binary import JUDGES
+from pytest_ragdive.engine.evaluation.binary import BINARY_JUDGES
 
 from .workload import Config
 
@@ -25,14 +25,14 @@ def eval_chains(turns: int, contexts: int) -> list[tuple[str, int]]:
     (WithReference).ascore awaits one call per retrieved context in a ``for`` loop (one
     call after the other, not gathered); ContextRecall.ascore makes one call over the
     joined contexts. The binary judges make one yes/no call per question they ask, at
-    once (``questions.JUDGES``: a debiased one also asks its negation, or about the answer
+    once (``questions.BINARY_JUDGES``: a debiased one also asks its negation, or about the answer
     key; correctness asks about each part of the key too, one part in this workload's keys);
     the multi-turn ones start at turn 2.
     """
     chains: list[tuple[str, int]] = []
     for turn in range(1, turns + 1):
         chains += [("faithfulness", 2), ("context_precision", contexts), ("context_recall", 1)]
-        for metric, judge in JUDGES.items():  # a role's own judges: not in these dialogues
+        for metric, judge in BINARY_JUDGES.items():  # a role's own judges: not in these dialogues
             if metric not in ROLE_METRICS and (turn > 1 or metric not in MULTI_TURN_METRICS):
                 asked = 1 + bool(judge.negation or judge.against_key) + bool(judge.per_part)
                 chains += [(metric, 1)] * asked

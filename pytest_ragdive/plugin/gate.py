@@ -108,7 +108,7 @@ def prompts_digest(role: str, metrics: tuple[str, ...], group: bool = False) -> 
     every other band as it was."""
     from importlib.resources import files
 
-    from ..engine.evaluation.binary import JUDGES, judge_of
+    from ..engine.evaluation.binary import BINARY_JUDGES, judge_of
     from ..engine.roles.registry import roles
 
     every = roles()
@@ -126,7 +126,7 @@ def prompts_digest(role: str, metrics: tuple[str, ...], group: bool = False) -> 
     texts += [f"{r.name}\n{r.description}" for r in every if r.name == role and r.description]
     texts += [f"{m}\n{r.metric.template}" for r in every for m in metrics
               if r.metric and r.metric.name == m and r.metric.template]
-    names = [*JUDGES, *(r.metric.name for r in every if r.metric and r.metric.name not in JUDGES)]
+    names = [*BINARY_JUDGES, *(r.metric.name for r in every if r.metric and r.metric.name not in BINARY_JUDGES)]
     judges = sorted((m, judge_of(m)) for m in names if f"{m}.j2" not in unused)
     digest = hashlib.sha256("\n".join([*texts, repr(judges)]).encode())
     return f"sha256 {digest.hexdigest()[:12]}"

@@ -170,7 +170,7 @@ _PREAMBLE = """\
 # Configuration reference
 
 Every setting of pytest-ragdive, generated from the one table in
-`pytest_ragdive/engine/settings.py` (`tests/test_settings.py` fails when this page and the code
+`pytest_ragdive/engine/base/settings.py` (`tests/test_settings.py` fails when this page and the code
 disagree; regenerate it with `python -m pytest_ragdive.plugin.options > docs/configuration.md`).
 
 Where a setting can be given in several places, the **command line** wins over the **marker**

@@ -1,4 +1,5 @@
-"""The models that play the method's three roles."""
+"""The models that play the method's three parts: generator, validator and evaluator (the
+simulated user's role is another thing: :mod:`..roles`)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from ...llm.model import Model, as_model
 
 @dataclass(frozen=True)
 class Judges:
-    """The models that play the three RAG-DIVE roles, as litellm model names or
+    """The models that play the three RAG-DIVE parts, as litellm model names or
     :class:`Model` objects. The validator and the evaluator default to the generator;
     the paper advises a validator from another family than the generator.
 

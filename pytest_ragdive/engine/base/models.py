@@ -6,13 +6,13 @@ import re
 from collections import Counter
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from ...llm.usage import Usage
 
 __all__ = [
     "Dialogue", "Document", "DocumentGroup", "GeneratedTurn", "Judgement", "Message", "RagAnswer", "Rejection",
-    "Turn", "Usage", "Verdict",
+    "Turn", "Usage", "Validation",
 ]
 
 QuestionType = Literal["initial", "follow_up", "clarification", "correction", "comparative",
@@ -111,7 +111,7 @@ class GeneratedTurn(_Model):
         "'return' when it goes back to turn 1's document without naming its subject.")
 
 
-class Verdict(_Model):
+class Validation(_Model):
     """The validator's judgement of a generated turn."""
 
     valid: bool
@@ -123,7 +123,8 @@ class Rejection(_Model):
     """A generated turn the validator refused, kept for reports."""
 
     turn: GeneratedTurn
-    verdict: Verdict
+    #: read as ``verdict`` too, its name before 0.2
+    validation: Validation = Field(validation_alias=AliasChoices("validation", "verdict"))
 
 
 class Judgement(_Model):
@@ -179,4 +180,4 @@ class Dialogue(_Model):
     def rejected_for(self) -> dict[str, int]:
         """How many rejected attempts had each fault (an attempt may have several)."""
         return dict(sorted(Counter(c for t in self.turns for r in t.rejections
-                                   for c in r.verdict.categories).items()))
+                                   for c in r.validation.categories).items()))

@@ -1,4 +1,4 @@
-"""Loading and rendering the jinja2 prompt templates shipped in ``pytest_ragdive.prompts``."""
+"""Loading and rendering the jinja2 prompt templates the package ships (`prompts/` in the source)."""
 
 from __future__ import annotations
 

@@ -87,26 +87,29 @@ async def arun_dialogue(
     dialogue = Dialogue(document_id=group.id, role=role, seed=seed)
     report = progress or (lambda doc, turn, stage: None)
     with usage_scope(dialogue.usage), scope(profiles):
-        try:
-            await asyncio.wait_for(
-                _converse(dialogue, group, adapter, judges, client, turns, max_regenerations,
-                          validation, model_checks(judges.models["validator"], validator_checks),
-                          seed, adapter_timeout, report, chosen,
-                          opener_for(openers, group, seed)),
-                dialogue_timeout,
-            )
-        except TimeoutError:
-            dialogue.errors["dialogue"] = (
-                f"the dialogue did not finish within {dialogue_timeout:g} s "
-                f"(stopped after {len(dialogue.turns)} turns); raise the dialogue timeout "
-                f"or look for a slow model or adapter"
-            )
-        except GenerationError as exc:
-            dialogue.errors["generation"] = str(exc)
-        except (DialogueError, CacheMiss, ModelError) as exc:
-            dialogue.errors["dialogue"] = str(exc)
+        await _held(dialogue, _converse(
+            dialogue, group, adapter, judges, client, turns, max_regenerations, validation,
+            model_checks(judges.models["validator"], validator_checks), seed, adapter_timeout,
+            report, chosen, opener_for(openers, group, seed)), dialogue_timeout)
     report(group.id, len(dialogue.turns), "done")
     return dialogue
+
+
+async def _held(dialogue: Dialogue, work: Coroutine[Any, Any, None], timeout: float) -> None:
+    """Run ``work`` on ``dialogue`` within ``timeout`` seconds; what ends it early goes into
+    its errors, so that dialogues running alongside go on."""
+    try:
+        await asyncio.wait_for(work, timeout)
+    except TimeoutError:
+        dialogue.errors["dialogue"] = (
+            f"the dialogue did not finish within {timeout:g} s "
+            f"(stopped after {len(dialogue.turns)} turns); raise the dialogue timeout "
+            f"or look for a slow model or adapter"
+        )
+    except GenerationError as exc:
+        dialogue.errors["generation"] = str(exc)
+    except (DialogueError, CacheMiss, ModelError) as exc:
+        dialogue.errors["dialogue"] = str(exc)
 
 
 async def _converse(

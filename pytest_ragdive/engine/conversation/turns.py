@@ -7,13 +7,14 @@ from collections.abc import Callable, Mapping
 
 from ...llm.client import LLMClient
 from ...llm.errors import ReplyError
+from ...llm.model import Model
 from ..base.errors import DialogueError, GenerationError
+from ..base.judges import Judges
+from ..base.models import Dialogue, DocumentGroup, GeneratedTurn, Rejection, Validation
 from ..generation.exhausted import nothing_left
-from ..generation.follow_ups import is_question
 from ..generation.generator import generate_turn
 from ..roles import registry
-from ..base.judges import Judges
-from ..base.models import Dialogue, DocumentGroup, GeneratedTurn, Rejection
+from ..text.english import is_question
 from ..validation.validator import exact_verdict, judge_turn
 
 #: the one fault an attempt may have and still be used under validation "once": not leaning
@@ -45,7 +46,6 @@ async def next_turn(
     role = registry.role(dialogue.role)
     rejections: list[Rejection] = []
     feedback = ""
-    validated = True
     judged = False  # under "once", the validator model judges one attempt per turn
     fallback: GeneratedTurn | None = None  # the latest attempt with only a tolerable fault
     for attempt in range(max_regenerations + 1):
@@ -60,38 +60,46 @@ async def next_turn(
                                 opener=opener is not None)
         validated = not (validation == "once" and judged)
         if verdict.valid and validated and model_checks:
-            try:
-                verdict = await judge_turn(
-                    client, models["validator"], document=group, history=dialogue.turns,
-                    candidate=candidate, checks=model_checks,
-                )
-            except ReplyError as exc:
-                raise DialogueError(
-                    f"turn {index}, validating attempt {attempt + 1}: {exc}. Use a validator "
-                    f"model that answers yes/no questions, or ragdive_validator_checks = "
-                    f"exact to validate with the exact checks only") from None
+            verdict = await _judged(client, models["validator"], group, dialogue, candidate,
+                                    model_checks, f"turn {index}, validating attempt "
+                                                  f"{attempt + 1}")
             judged = True
         if verdict.valid:
-            break
-        rejections.append(Rejection(turn=candidate, verdict=verdict))
+            return candidate, rejections, validated
+        rejections.append(Rejection(turn=candidate, validation=verdict))
         feedback = verdict.feedback or ", ".join(verdict.categories) or "invalid turn"
         if verdict.categories == _TOLERABLE and is_question(candidate.rag_input):
             fallback = candidate
-    else:
-        if validation == "once" and fallback is not None:
-            # the paper's set-up uses a regenerated turn unchecked; here its answer key
-            # must at least be the document's
-            candidate, validated = fallback, False
-        elif opener is not None and index == 1:
-            raise DialogueError(
-                f"turn 1: the opening message {opener!r} could not be answered from document "
-                f"{group.id!r} ({max_regenerations + 1} attempts; last feedback: "
-                f"{feedback}); give it the \"document\" it concerns in the openers file, or "
-                f"leave it out")
-        else:
-            raise GenerationError(
-                f"turn {index}: the validator rejected all {max_regenerations + 1} attempts "
-                f"(max_regenerations={max_regenerations}); last feedback: {feedback}"
-                + nothing_left(group, dialogue.turns)
-            )
-    return candidate, rejections, validated
+    if validation == "once" and fallback is not None:
+        # the paper's set-up uses a regenerated turn unchecked; here its answer key must at
+        # least be the document's
+        return fallback, rejections, False
+    raise _none_accepted(dialogue, group, index, max_regenerations + 1, feedback, opener)
+
+
+async def _judged(client: LLMClient, model: Model, group: DocumentGroup, dialogue: Dialogue,
+                  candidate: GeneratedTurn, checks: Mapping[str, float], where: str) -> Validation:
+    """The validator model's verdict on ``candidate``; a model that gives no yes/no answer
+    ends the dialogue, naming the fix."""
+    try:
+        return await judge_turn(client, model, document=group, history=dialogue.turns,
+                                candidate=candidate, checks=checks)
+    except ReplyError as exc:
+        raise DialogueError(
+            f"{where}: {exc}. Use a validator model that answers yes/no questions, or "
+            f"ragdive_validator_checks = exact to validate with the exact checks only") from None
+
+
+def _none_accepted(dialogue: Dialogue, group: DocumentGroup, index: int, attempts: int,
+                   feedback: str, opener: str | None) -> DialogueError:
+    """Why turn ``index`` has no accepted attempt: a real user's opener the document does not
+    answer, or a generator whose every attempt the validator rejected."""
+    if opener is not None and index == 1:
+        return DialogueError(
+            f"turn 1: the opening message {opener!r} could not be answered from document "
+            f"{group.id!r} ({attempts} attempts; last feedback: {feedback}); give it the "
+            f"\"document\" it concerns in the openers file, or leave it out")
+    return GenerationError(
+        f"turn {index}: the validator rejected all {attempts} attempts "
+        f"(max_regenerations={attempts - 1}); last feedback: {feedback}"
+        + nothing_left(group, dialogue.turns))

@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..validation.checks import content_words
+from ..text.english import content_words
 from ..base.models import Document, DocumentGroup
 from ..base.settings import check_group
 

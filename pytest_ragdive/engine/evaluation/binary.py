@@ -17,7 +17,7 @@ from .judge import BinaryJudge
 
 #: the shipped binary judges by their metric: the three every role scores, then the built-in
 #: roles' own (:attr:`~..roles.role.Role.metric`); an added role's: :func:`judge_of`
-JUDGES: dict[str, BinaryJudge] = {
+BINARY_JUDGES: dict[str, BinaryJudge] = {
     # the whole key, then each of its parts: asked of the whole key alone, a reply that
     # gives some of its facts, or buries a wrong one in true detail, passed (benchmarks/)
     "correctness": BinaryJudge(
@@ -52,7 +52,7 @@ JUDGES: dict[str, BinaryJudge] = {
 
 def judge_of(metric: str) -> BinaryJudge:
     """``metric``'s judge: a shipped one, else that of the role a user added with it."""
-    found = JUDGES.get(metric)
+    found = BINARY_JUDGES.get(metric)
     if found is None:
         own = registry.metric(metric)
         if own is None:

@@ -31,13 +31,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from ..text.answer_keys import subject_of
-from ..validation.checks import (
-    content_words,
-    singular,
-    supporting_sentences,
-    word_weights,
-    words,
-)
+from ..text.english import content_words, singular, supporting_sentences, word_weights, words
 from .kinds import unasked_kind
 from ..base.models import Document, DocumentGroup, GeneratedTurn, Turn
 

@@ -142,9 +142,9 @@ class Measured:
 def measured(judgement: str, cases: Sequence[Case], scores: Sequence[float | None]
              ) -> Measured:
     """The scores of ``judgement``'s cases as :class:`Measured` (unscored ones left out)."""
-    from ..evaluation.binary import JUDGES
+    from ..evaluation.binary import BINARY_JUDGES
 
-    inverted = judgement in JUDGES and not JUDGES[judgement].yes_scores_one
+    inverted = judgement in BINARY_JUDGES and not BINARY_JUDGES[judgement].yes_scores_one
     kept = [(c, s) for c, s in zip(cases, scores, strict=True) if s is not None]
     return Measured(judgement=judgement, scores=tuple(s for _, s in kept),
                     yes=tuple(int(c.label != inverted) for c, _ in kept),

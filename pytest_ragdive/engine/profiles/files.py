@@ -95,7 +95,7 @@ def judges_digest() -> str:
     checks. A profile calibrated with other ones is stale."""
     from importlib.resources import files
 
-    from ..evaluation.binary import JUDGES as judges
+    from ..evaluation.binary import BINARY_JUDGES as judges
     from ..validation.validator import QUESTIONS
 
     folder = files("pytest_ragdive.prompts")
@@ -112,10 +112,10 @@ def legacy(model: str) -> Profile:
     then, which records no profile, was scored so."""
     if model in shipped():
         return shipped()[model]
-    from ..evaluation.binary import JUDGES
+    from ..evaluation.binary import BINARY_JUDGES
 
     judgements = {m: Judgement(informative=True, threshold=j.threshold)
-                  for m, j in JUDGES.items()}
+                  for m, j in BINARY_JUDGES.items()}
     judgements |= {v: Judgement(informative=True, threshold=PLAIN) for v in VALIDATOR}
     judgements |= {m: Judgement(informative=True, threshold=None, reading="score")
                    for m in RAGAS}

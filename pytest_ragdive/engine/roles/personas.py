@@ -3,13 +3,22 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from .role import Role
 
-#: the personas shipped as prompts; they count in every band's digest, as they always did
-PERSONAS = tuple(Role(name, own_prompts=False)
-                 for name in ("precise", "context-aware", "forgetful", "skeptic"))
+
+@dataclass(frozen=True)
+class Persona(Role):
+    """A role that changes only how the generator writes; its prompt counts in every band's
+    digest, as the personas' always did."""
+
+    own_prompts: bool = False
 
 
-def free_text(description: str) -> Role:
+PERSONAS = tuple(Persona(name) for name in ("precise", "context-aware", "forgetful", "skeptic"))
+
+
+def free_text(description: str) -> Persona:
     """A role described in a sentence, played as it is written."""
-    return Role(description, description=description, own_prompts=False)
+    return Persona(description, description=description)

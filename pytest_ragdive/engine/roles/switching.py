@@ -25,9 +25,9 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
-from ..validation.checks import STOPWORDS, content_words
 from ..generation.facts import Asked, facts, next_fact, next_facts
-from ..generation.follow_ups import DETERMINERS, is_question, put_pronoun
+from ..text.english import STOPWORDS, content_words, is_question
+from ..text.phrases import DETERMINERS, put_pronoun
 from ..base.models import Document, DocumentGroup, GeneratedTurn, Turn
 from ..base.errors import SettingError
 from .role import Plan, Role, Shift
@@ -35,7 +35,7 @@ from .role import Plan, Role, Shift
 #: how a return turn's message begins, drawn by seed
 LEAD_INS = ("Going back to the first thing I asked about:", "Back to what I asked about first:",
             "Coming back to my first question's topic:")
-#: a name inside a sentence (as :func:`.checks.repeated_subject` finds them)
+#: a name inside a sentence (as :func:`..text.english.repeated_subject` finds them)
 _NAME = re.compile(r"(?<!^)(?<![.?!] )\b[A-Z][\w'-]+")
 _CALENDAR = frozenset(
     ["january", "february", "march", "april", "may", "june", "july", "august", "september",

@@ -16,9 +16,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from ..validation.checks import STOPWORDS, content_words, singular
 from ..generation.facts import Asked, facts, next_fact, next_facts, quoted_from
-from ..generation.follow_ups import DETERMINERS, is_question, put_pronoun
+from ..text.english import STOPWORDS, content_words, is_question, singular
+from ..text.phrases import DETERMINERS, put_pronoun
 from ..base.models import Document, DocumentGroup, GeneratedTurn, Turn
 from ..evaluation.judge import BinaryJudge
 from ..validation.sources import documents_of

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Set as AbstractSet
 
-from ..validation.checks import content_words, numbers, stem, words
+from .english import content_words, numbers, stem, words
 
 #: a verb that may begin a part of an answer key that leaves out its subject
 VERB = r"(?:is|are|was|were|has|have|had|can|costs?|takes?|runs?|opens?|closes?|[a-z]+ed)\b"
@@ -55,7 +55,7 @@ def _pieces(answer_key: str) -> list[str]:
 
 
 def _shared(question: AbstractSet[str], part: str) -> int:
-    """How many of the ``question``'s words (stems, :func:`.checks.stem`) ``part`` holds."""
+    """How many of the ``question``'s words (stems, :func:`.english.stem`) ``part`` holds."""
     return len(question & {stem(w) for w in content_words(part)})
 
 

@@ -9,7 +9,8 @@ tie the reference to the right document.
 
 from __future__ import annotations
 
-from .checks import content_words, numbers, supporting_sentences, unsupported_key
+from ..text.english import content_words, numbers
+from .checks import supporting_sentences, unsupported_key
 from ..generation.facts import quotes
 from ..base.models import Document, DocumentGroup, GeneratedTurn
 

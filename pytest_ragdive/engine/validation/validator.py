@@ -22,11 +22,11 @@ from ...llm.client import LLMClient
 from ...llm.model import Model
 from typing import TYPE_CHECKING
 
-from ..base.models import Document, DocumentGroup, GeneratedTurn, RejectionCategory, Turn, Verdict
+from ..base.models import Document, DocumentGroup, GeneratedTurn, RejectionCategory, Turn, Validation
 from ..base.templates import history_view, render
 from ..generation import follow_ups, kinds
 from ..profiles import profile as profiles
-from . import checks, sources
+from . import checks, conversation, sources
 
 if TYPE_CHECKING:
     from ..roles.role import Role
@@ -85,7 +85,7 @@ def model_checks(model: Model, setting: str) -> dict[str, float]:
 
 
 def exact_verdict(candidate: GeneratedTurn, document: Document | DocumentGroup,
-                  history: list[Turn], *, role: Role, opener: bool = False) -> Verdict:
+                  history: list[Turn], *, role: Role, opener: bool = False) -> Validation:
     """The exact checks' verdict on ``candidate``, then ``role``'s own; about a group of
     documents, its evidence is checked against the document it names (:mod:`.sources`). A
     real user's first message (``opener``) is taken as it was written, naming what it
@@ -97,7 +97,7 @@ def exact_verdict(candidate: GeneratedTurn, document: Document | DocumentGroup,
         found["evidence_in_source"] = sources.evidence_check(candidate, group)
     found["reads_naturally"] = checks.mentions_source(candidate)
     if not history and len(group.documents) == 1 and not opener:
-        found["names_its_topic"] = follow_ups.names_its_topic(candidate.standalone_question,
+        found["names_its_topic"] = conversation.names_its_topic(candidate.standalone_question,
                                                               group.documents[0])
     if candidate.question_type == "cross_document":
         found["uses_both"] = sources.uses_both(candidate)
@@ -114,24 +114,24 @@ def _conversation_checks(candidate: GeneratedTurn, group: DocumentGroup, history
     earlier = [t.generated for t in history]
     asked, stated = role.asked(candidate)
     if "refers_back" not in skipped:
-        found["refers_back"] = follow_ups.leans_back(asked, history, stated)
+        found["refers_back"] = conversation.leans_back(asked, history, stated)
     if ("asks_its_fact" not in skipped and candidate.question_type != "cross_document"
             and not kinds.asked_by_kind(candidate)):
         found["asks_its_fact"] = checks.asks_its_fact(
             candidate, earlier, follow_ups.said_before(history))
     if "needs_conversation" not in skipped and len(group.documents) == 1:
-        found["needs_conversation"] = follow_ups.told_apart(candidate.rag_input,
+        found["needs_conversation"] = conversation.told_apart(candidate.rag_input,
                                                             group.documents[0])
     found["not_repeated"] = checks.repeated_question(candidate, earlier)
     found.update(role.exact_checks(candidate, group, history))
     return found
 
 
-def _verdict(failed: dict[str, str], role: Role | None = None) -> Verdict:
+def _verdict(failed: dict[str, str], role: Role | None = None) -> Validation:
     if not failed:
-        return Verdict(valid=True)
+        return Validation(valid=True)
     own = role.categories if role else {}
-    return Verdict(valid=False, categories=sorted({own.get(c) or CATEGORIES[c] for c in failed}),
+    return Validation(valid=False, categories=sorted({own.get(c) or CATEGORIES[c] for c in failed}),
                    feedback="; ".join(failed.values()))
 
 
@@ -156,7 +156,7 @@ async def judge_turn(
     history: list[Turn],
     candidate: GeneratedTurn,
     checks: Mapping[str, float],
-) -> Verdict:
+) -> Validation:
     """The validator model's verdict on ``candidate``: one yes/no question per check of
     ``checks`` (:func:`model_checks`), failed below its P(yes); not whether the type of a
     cross_document turn or a switch or return fits: the plugin gave its facts and wrote or

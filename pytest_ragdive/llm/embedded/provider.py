@@ -33,14 +33,18 @@ def _complete(
     model: str, messages: list, optional_params: Mapping[str, Any] | None, model_response: Any
 ) -> Any:
     """One chat completion as a ``litellm.ModelResponse`` (fills ``model_response`` if given)."""
-    import litellm
-
     if model not in (MODEL_NAME, MODEL):
         raise EmbeddedModelError(f"unknown embedded model {model!r}; use {MODEL!r}")
     params = dict(optional_params or {})
     if params.get("n", 1) != 1:
         raise EmbeddedModelError(f"{MODEL} returns one choice per call (n={params['n']})")
     tool = grammar.forced_tool(params)
+    return _response(_generate(messages, params, tool), tool, model_response)
+
+
+def _generate(messages: list, params: Mapping[str, Any],
+              tool: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    """The runtime's reply to ``messages`` under litellm's ``params``."""
     response_format: dict[str, Any] | None
     if tool is not None:
         response_format = {"type": "json_object", "schema": tool.get("parameters") or {}}
@@ -52,7 +56,7 @@ def _complete(
     temperature = params.get("temperature")
     seed = params.get("seed")
     stop = params.get("stop")
-    reply = runtime.generate(
+    return runtime.generate(
         _chat_messages(messages),
         grammar=grammar.grammar_for(response_format),
         temperature=DEFAULT_TEMPERATURE if temperature is None else float(temperature),
@@ -62,6 +66,12 @@ def _complete(
         **({"top_p": float(params["top_p"])} if params.get("top_p") is not None else {}),
         top_logprobs=int(params.get("top_logprobs") or 1) if params.get("logprobs") else 0,
     )
+
+
+def _response(reply: Mapping[str, Any], tool: Mapping[str, Any] | None,
+              model_response: Any) -> Any:
+    """The runtime's ``reply`` as litellm's response: a forced tool's call, or the text."""
+    import litellm
 
     choice = reply["choices"][0]
     text = choice["message"].get("content") or ""
