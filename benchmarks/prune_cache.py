@@ -7,8 +7,7 @@
 After a re-recording, a cache folder keeps the entries of calls that are no longer made
 (another prompt, a check that is no longer asked). This replays, in process, the example's
 update and check at the baseline's seeds (``.ragdive/cache``) and every session of ``gate.py``
-(``.ragdive/unseen``) under both rules, the beyond suite's update (``.ragdive/beyond``) and
-``recall_on_example.py`` (which reads the context recall calls the default no longer makes),
+(``.ragdive/unseen``) under both rules and the beyond suite's update (``.ragdive/beyond``),
 notes every entry read, and removes the others.
 """
 
@@ -60,9 +59,6 @@ def main(argv: list[str] | None = None) -> int:
                          "--ragdive-record-mode=none", f"--ragdive-cache-dir={cache}",
                          f"--ragdive-seed={seed}", *rule_args,
                          *(["-k", select] if select else [])])
-    import recall_on_example  # the evidence context recall was left out on: it reads those
-
-    recall_on_example.main()
     folders = (".ragdive/cache", UNSEEN, BEYOND)
     unread = [p for folder in folders
               for p in sorted((EXAMPLE / folder).rglob("*.json")) if p.resolve() not in read]
