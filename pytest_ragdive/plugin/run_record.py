@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_valid
 from ..engine.base.metrics import METRICS
 from ..engine.base.models import Dialogue
 from .breakdown import merge, table, weakest
-from .records import BandDoc, FunctionResult, ItemResult, MetricBand, Status
+from .records import BandDoc, FunctionResult, ItemResult, MetricBand, Rule, Status
 
 __all__ = ["Band", "BandVerdict", "ItemRecord", "MetricRecord", "MetricVerdictRecord", "Outcome",
            "RunRecord", "TestRecord", "metric_records"]
@@ -163,7 +163,7 @@ class TestRecord(_Model):
     key: str = Field(description="The node id without parameters: 'path::test_name'.")
     collected: list[str] = Field(default_factory=list, description="Every item of the test "
                                  "collected, also those deselected (a shard's others).")
-    rule: Literal["permutation", "band"] = "band"
+    rule: Rule = "band"
     status: Status | Literal[""] = Field(
         default="", description="regressed, inconclusive, passed, improved, recorded or "
         "skipped (nothing decided).")
