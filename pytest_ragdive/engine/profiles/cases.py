@@ -140,7 +140,7 @@ def read(path: Path) -> list[Case]:
     return cases
 
 
-HERE = files(__package__.rsplit(".", 1)[0]).joinpath("judge_cases")
+HERE = files("pytest_ragdive").joinpath("judge_cases")
 
 
 def load(name: str) -> list[dict[str, Any]]:
