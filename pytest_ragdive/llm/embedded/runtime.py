@@ -45,9 +45,6 @@ def message_text(content: Any) -> str:
     return str(content)
 
 
-
-
-
 _lock = threading.Lock()  # one model per process; llama.cpp contexts are not thread safe
 _llama: Any = None
 _prefixes: PrefixStates | None = None
