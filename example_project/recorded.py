@@ -50,6 +50,7 @@ class Check(NamedTuple):
 CHECKS: list[Check] = [
     Check("accepted", 100, None, "passed", None),
     Check("history none", 100, None, "regressed", "correctness"),
+    Check("history none", 110, None, "regressed", "forgetfulness"),
 ]
 
 
