@@ -51,6 +51,7 @@ CHECKS: list[Check] = [
     Check("accepted", 100, None, "passed", None),
     Check("history none", 100, None, "regressed", "correctness"),
     Check("history none", 110, None, "regressed", "forgetfulness"),
+    Check("accepted", 110, None, "inconclusive", "forgetfulness"),
 ]
 
 
