@@ -43,12 +43,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest_ragdive as ragdive
+from pytest_ragdive.engine.base.models import DocumentGroup
+from pytest_ragdive.engine.documents.groups import group_documents
 from pytest_ragdive.engine.generation import follow_ups
 from pytest_ragdive.engine.text import english
-from pytest_ragdive.engine.validation import checks, conversation
-from pytest_ragdive.engine.validation import sources
-from pytest_ragdive.engine.documents.groups import group_documents
-from pytest_ragdive.engine.base.models import DocumentGroup
+from pytest_ragdive.engine.validation import checks, conversation, sources
 from pytest_ragdive.llm.cache import ResponseCache
 from pytest_ragdive.llm.client import LLMClient
 

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_ragdive.engine.base.models import Document
 from pytest_ragdive.engine.profiles.agreement import (  # noqa: F401  (the benchmarks' names)
     Counts,
     auc,
@@ -18,7 +19,6 @@ from pytest_ragdive.engine.profiles.agreement import (  # noqa: F401  (the bench
     pearson,
 )
 from pytest_ragdive.engine.profiles.cases import HERE as CASES
-from pytest_ragdive.engine.base.models import Document
 
 HERE = Path(str(CASES))
 

@@ -30,18 +30,23 @@ from typing import Any
 
 from judge_cases import HERE, best_threshold, documents, held_out, load, pearson, row
 
-from pytest_ragdive.engine.profiles import calibration
-
-from pytest_ragdive.engine.validation import validator
-from pytest_ragdive.engine.profiles.cases import Case, Exchange, earlier_turns, shipped, shipped_file
-from pytest_ragdive.engine.conversation.dialogue import run_blocking
 from pytest_ragdive.engine.base.models import GeneratedTurn
-from pytest_ragdive.engine.profiles.profile import Profiles
+from pytest_ragdive.engine.conversation.dialogue import run_blocking
 from pytest_ragdive.engine.evaluation.binary import BINARY_JUDGES, combine, exact_yes
 from pytest_ragdive.engine.evaluation.ragas_metrics import RagasMetrics
+from pytest_ragdive.engine.profiles import calibration
+from pytest_ragdive.engine.profiles.cases import (
+    Case,
+    Exchange,
+    earlier_turns,
+    shipped,
+    shipped_file,
+)
+from pytest_ragdive.engine.profiles.profile import Profiles
 from pytest_ragdive.engine.roles import mistaken, switching, vague
 from pytest_ragdive.engine.roles.registry import role
 from pytest_ragdive.engine.roles.role import Role
+from pytest_ragdive.engine.validation import validator
 from pytest_ragdive.llm.cache import ResponseCache
 from pytest_ragdive.llm.client import LLMClient
 from pytest_ragdive.llm.model import Model

@@ -69,8 +69,8 @@ def replayed(bot: Any, client: Any, seed: int, items: list[Any] | None = None,
     ``items`` (default: the suite's documents) and ``options`` (``metrics``, ``role``,
     ``turns``) override."""
     import pytest_ragdive as ragdive
-    from pytest_ragdive.engine.conversation.dialogue import run_blocking
     from pytest_ragdive.engine.base.models import DocumentGroup
+    from pytest_ragdive.engine.conversation.dialogue import run_blocking
 
     if items is None:
         items = [DocumentGroup.of(d) for d in ragdive.load_documents(str(HERE / "kb" / "*.md"))

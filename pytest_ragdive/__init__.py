@@ -56,8 +56,6 @@ if TYPE_CHECKING:
     from .adapters.http import HttpAdapter
     from .adapters.langchain import LangChainAdapter
     from .adapters.llamaindex import LlamaIndexAdapter
-    from .engine.conversation.dialogue import RagAdapter, arun_dialogue, arun_dialogues, run_dialogue
-    from .engine.documents.loading import load_documents
     from .engine.base.judges import Judges
     from .engine.base.metrics import METRICS
     from .engine.base.models import (
@@ -72,6 +70,13 @@ if TYPE_CHECKING:
         Validation,
     )
     from .engine.base.settings import SETTINGS
+    from .engine.conversation.dialogue import (
+        RagAdapter,
+        arun_dialogue,
+        arun_dialogues,
+        run_dialogue,
+    )
+    from .engine.documents.loading import load_documents
     from .engine.evaluation.judge import BinaryJudge
     from .engine.roles.role import Plan, Role, RoleMetric
     from .llm.cache import CacheMiss, RecordMode, ResponseCache

@@ -51,8 +51,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
 def main(args: argparse.Namespace) -> int:
     """Run the command; 0 on success, 2 when the cases or the profile file are not usable
     (nothing is then written)."""
-    from .engine.profiles.cost import estimate
     from .engine.profiles.cases import CaseError, read, shipped
+    from .engine.profiles.cost import estimate
     from .engine.profiles.own_messages import conversations
     from .engine.profiles.profile import ProfileError, parse
     from .llm.model import Model
@@ -81,9 +81,9 @@ def main(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace, model: Model, cases: Sequence[Case],
          follow_ups: Sequence[Case]) -> int:
+    from .engine.conversation.dialogue import run_blocking
     from .engine.profiles.calibration import calibrate
     from .engine.profiles.cost import price
-    from .engine.conversation.dialogue import run_blocking
     from .engine.profiles.files import table, write
     from .engine.profiles.profile import Profiles, parse
     from .llm.cache import ResponseCache

@@ -14,9 +14,9 @@ import pytest
 from test_http_server import DOC, Bot, server_installed
 
 import pytest_ragdive as ragdive
+from pytest_ragdive.engine.conversation.dialogue import run_blocking
 from pytest_ragdive.engine.profiles.calibration import Calibration, calibrate
 from pytest_ragdive.engine.profiles.cases import Case, shipped
-from pytest_ragdive.engine.conversation.dialogue import run_blocking
 from pytest_ragdive.engine.profiles.files import dumps, load
 from pytest_ragdive.engine.profiles.profile import shipped as shipped_profiles
 from pytest_ragdive.llm import embedded

@@ -7,8 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pytest_ragdive.engine.validation import checks
 from pytest_ragdive.engine.base.models import GeneratedTurn
+from pytest_ragdive.engine.validation import checks
 
 DOC = ("CityCycle is Brenmouth's public bike-share scheme. It was launched on 1 June 2014 with "
        "300 bicycles and has since grown to 1,150 bicycles, including 350 electric bikes added "

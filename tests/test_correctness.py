@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_ragdive.engine.text.answer_keys import key_parts
+from pytest_ragdive.engine.base.models import Dialogue, GeneratedTurn, RagAnswer, Turn
 from pytest_ragdive.engine.conversation.dialogue import run_blocking
 from pytest_ragdive.engine.evaluation.evaluator import evaluate
-from pytest_ragdive.engine.base.models import Dialogue, GeneratedTurn, RagAnswer, Turn
+from pytest_ragdive.engine.text.answer_keys import key_parts
 from pytest_ragdive.llm.cache import ResponseCache
 from pytest_ragdive.llm.client import LLMClient
 from pytest_ragdive.llm.model import Model

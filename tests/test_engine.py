@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 import pytest_ragdive as ragdive
-from pytest_ragdive.engine.conversation.dialogue import run_blocking
 from pytest_ragdive.engine.base.metrics import ROLE_METRICS
+from pytest_ragdive.engine.conversation.dialogue import run_blocking
 from pytest_ragdive.engine.validation.validator import QUESTIONS
 from pytest_ragdive.llm.scripted import calls, max_in_flight, scripted
 

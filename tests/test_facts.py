@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pytest_ragdive.engine.base.models import Document, GeneratedTurn, RagAnswer, Turn
 from pytest_ragdive.engine.documents.loading import check_unique, load_documents
 from pytest_ragdive.engine.generation.facts import facts, look_alikes, next_fact, shared_kinds
-from pytest_ragdive.engine.base.models import Document, GeneratedTurn, RagAnswer, Turn
 
 DOC = Document(id="ferry", text=(
     "# Harbour Ferry\n\nThe ferry crosses the estuary in 14 minutes. The Tern carries 300 "

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from pytest_ragdive.engine.base.models import Document, GeneratedTurn, RagAnswer, Turn
 from pytest_ragdive.engine.documents.loading import known_together
-from pytest_ragdive.engine.roles import mistaken
-from pytest_ragdive.engine.roles.registry import role
 from pytest_ragdive.engine.generation.follow_ups import (
     chat_message,
     depends_on_conversation,
@@ -15,8 +14,9 @@ from pytest_ragdive.engine.generation.follow_ups import (
     refer_back,
     unnamed,
 )
+from pytest_ragdive.engine.roles import mistaken
+from pytest_ragdive.engine.roles.registry import role
 from pytest_ragdive.engine.validation.conversation import leans_back, names_its_topic, told_apart
-from pytest_ragdive.engine.base.models import Document, GeneratedTurn, RagAnswer, Turn
 
 FIRST = ["What is Brenmouth's public bike-share scheme called?",
          "It is called CityCycle. It has 1,150 bicycles and the Tern ferry takes them."]

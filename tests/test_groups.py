@@ -11,11 +11,17 @@ from pathlib import Path
 import pytest
 from conftest import PROJECT_FIXTURES, PROJECT_INI
 
-from pytest_ragdive.engine.generation.facts import next_fact, next_facts
-from pytest_ragdive.engine.roles.registry import role
+from pytest_ragdive.engine.base.models import (
+    Document,
+    DocumentGroup,
+    GeneratedTurn,
+    RagAnswer,
+    Turn,
+)
 from pytest_ragdive.engine.documents.groups import by_shared_words
-from pytest_ragdive.engine.base.models import Document, DocumentGroup, GeneratedTurn, RagAnswer, Turn
+from pytest_ragdive.engine.generation.facts import next_fact, next_facts
 from pytest_ragdive.engine.roles.mistaken import figures
+from pytest_ragdive.engine.roles.registry import role
 from pytest_ragdive.engine.validation.validator import exact_verdict
 
 BIKE = ("CityCycle has 1,150 bicycles at 96 stations. Bicycles may be taken on the harbour "

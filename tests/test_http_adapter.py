@@ -16,8 +16,8 @@ import pytest
 
 import pytest_ragdive as ragdive
 from pytest_ragdive.adapters.http import HttpAdapter, HttpAdapterError
-from pytest_ragdive.engine.conversation.dialogue import run_blocking
 from pytest_ragdive.engine.base.metrics import ROLE_METRICS
+from pytest_ragdive.engine.conversation.dialogue import run_blocking
 from pytest_ragdive.plugin.scheduling import Runner
 
 TOKEN = "tok-5f2c9e81d7a04b63"  # a made-up credential: it must never show up in messages

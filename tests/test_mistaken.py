@@ -149,8 +149,8 @@ def test_the_role_and_its_judge_count_only_in_the_digest_of_the_bands_that_use_t
 ) -> None:
     from dataclasses import replace
 
-    from pytest_ragdive.engine.evaluation import binary as questions
     from pytest_ragdive.engine.base.settings import EVERY_ROLE
+    from pytest_ragdive.engine.evaluation import binary as questions
     from pytest_ragdive.plugin.gate import prompts_digest
 
     def digests() -> tuple[str, str]:

@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 
 import pytest_ragdive as ragdive
-from pytest_ragdive.engine.conversation.dialogue import run_blocking
-from pytest_ragdive.engine.roles.registry import role
-from pytest_ragdive.engine.generation.generator import generate_turn
 from pytest_ragdive.engine.base.models import GeneratedTurn, RagAnswer, Turn
+from pytest_ragdive.engine.base.settings import SETTINGS, scored_metrics
+from pytest_ragdive.engine.conversation.dialogue import run_blocking
+from pytest_ragdive.engine.evaluation.binary import BINARY_JUDGES
+from pytest_ragdive.engine.generation.generator import generate_turn
 from pytest_ragdive.engine.profiles.files import dumps, judges_digest, legacy, load, table
 from pytest_ragdive.engine.profiles.profile import (
     BINARY,
@@ -26,8 +27,7 @@ from pytest_ragdive.engine.profiles.profile import (
     scope,
     shipped,
 )
-from pytest_ragdive.engine.evaluation.binary import BINARY_JUDGES
-from pytest_ragdive.engine.base.settings import SETTINGS, scored_metrics
+from pytest_ragdive.engine.roles.registry import role
 from pytest_ragdive.engine.validation.validator import QUESTIONS, model_checks
 from pytest_ragdive.llm.cache import ResponseCache
 from pytest_ragdive.llm.client import LLMClient

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from conftest import PROJECT_CONFTEST, PROJECT_INI
 
-from pytest_ragdive.engine.documents.loading import load_documents
 from pytest_ragdive.engine.base.settings import SETTINGS, SettingError, check, parse, scored_metrics
+from pytest_ragdive.engine.documents.loading import load_documents
 from pytest_ragdive.engine.validation.validator import QUESTIONS, model_checks
 from pytest_ragdive.llm.model import Model
 from pytest_ragdive.llm.scripted import calls

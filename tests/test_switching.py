@@ -20,8 +20,8 @@ from pytest_ragdive.engine.base.models import (
 from pytest_ragdive.engine.roles.registry import role
 from pytest_ragdive.engine.roles.switching import (
     LEAD_INS,
-    distinguishing,
     ROLE,
+    distinguishing,
     return_message,
     shift_checks,
 )

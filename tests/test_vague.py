@@ -8,8 +8,8 @@ import re
 import pytest
 from conftest import PROJECT_FIXTURES, role_dialogue, role_project
 
-from pytest_ragdive.engine.generation.facts import facts
 from pytest_ragdive.engine.base.models import Dialogue, Document, GeneratedTurn, RagAnswer, Turn
+from pytest_ragdive.engine.generation.facts import facts
 from pytest_ragdive.engine.roles.vague import (
     ROLE,
     answer_key,
@@ -234,8 +234,8 @@ def test_the_role_and_its_judge_count_only_in_the_digest_of_the_bands_that_use_t
 ) -> None:
     from dataclasses import replace
 
-    from pytest_ragdive.engine.evaluation import binary as questions
     from pytest_ragdive.engine.base.settings import EVERY_ROLE
+    from pytest_ragdive.engine.evaluation import binary as questions
     from pytest_ragdive.plugin.gate import prompts_digest
 
     def digests() -> tuple[str, ...]:

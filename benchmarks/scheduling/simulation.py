@@ -9,9 +9,9 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from pytest_ragdive.engine.validation import validator
 from pytest_ragdive.engine.base.metrics import MULTI_TURN_METRICS, ROLE_METRICS
 from pytest_ragdive.engine.evaluation.binary import BINARY_JUDGES
+from pytest_ragdive.engine.validation import validator
 
 from .workload import Config
 

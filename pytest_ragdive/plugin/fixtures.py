@@ -10,9 +10,9 @@ import pytest
 from .session import STATE
 
 if TYPE_CHECKING:
-    from ..engine.conversation.asking import RagAdapter
     from ..engine.base.judges import Judges
     from ..engine.base.models import Dialogue, Document, DocumentGroup
+    from ..engine.conversation.asking import RagAdapter
     from ..llm.client import LLMClient
 
 

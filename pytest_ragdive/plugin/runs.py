@@ -17,9 +17,9 @@ from .marker import function_key
 from .options import ItemSettings, Options
 
 if TYPE_CHECKING:
-    from ..engine.conversation.asking import RagAdapter
     from ..engine.base.judges import Judges
     from ..engine.base.models import Dialogue, Document, DocumentGroup
+    from ..engine.conversation.asking import RagAdapter
     from ..llm.client import LLMClient
     from .scheduling import Progress, Runner
 

@@ -16,9 +16,9 @@ from .options import ItemSettings, Options
 from .runs import Runs
 
 if TYPE_CHECKING:
-    from ..engine.conversation.asking import RagAdapter
     from ..engine.base.judges import Judges
     from ..engine.base.models import Dialogue, Document, DocumentGroup
+    from ..engine.conversation.asking import RagAdapter
     from ..llm.client import LLMClient
     from .records import BandDoc, FunctionResult, ItemResult
     from .run_record import Outcome

@@ -9,8 +9,8 @@ import random
 import pytest
 from conftest import PROJECT_FIXTURES, PROJECT_INI
 
-from pytest_ragdive.engine.generation.facts import MOST_FACTS, facts
 from pytest_ragdive.engine.base.models import Document
+from pytest_ragdive.engine.generation.facts import MOST_FACTS, facts
 
 #: a scripted judge that plays every stage with its generic replies, and a bot that answers
 CONFTEST = '''

@@ -14,17 +14,17 @@ from ...llm.client import LLMClient
 from ...llm.errors import ModelError
 from ...llm.library import release_loop
 from ...llm.usage import usage_scope
-from .asking import RagAdapter, ask, start
 from ..base.errors import DialogueError, GenerationError
-from ..evaluation.evaluator import evaluate
 from ..base.judges import Judges
 from ..base.models import Dialogue, Document, DocumentGroup, Message, Turn
-from ..documents.openers import Opener, opener_for
-from ..profiles.profile import Profiles, scope
 from ..base.settings import check_all, default, scored_metrics
+from ..documents.openers import Opener, opener_for
+from ..evaluation.evaluator import evaluate
+from ..profiles.profile import Profiles, scope
 from ..roles import registry
-from .turns import next_turn
 from ..validation.validator import model_checks
+from .asking import RagAdapter, ask, start
+from .turns import next_turn
 
 T = TypeVar("T")
 

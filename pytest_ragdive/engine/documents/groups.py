@@ -19,9 +19,9 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..text.english import content_words
 from ..base.models import Document, DocumentGroup
 from ..base.settings import check_group
+from ..text.english import content_words
 
 _SEPARATORS = re.compile(r"[\s,+]+")
 

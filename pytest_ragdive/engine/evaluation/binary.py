@@ -14,7 +14,6 @@ from ..roles import registry
 from ..text.answer_keys import key_parts
 from .judge import BinaryJudge
 
-
 #: the shipped binary judges by their metric: the three every role scores, then the built-in
 #: roles' own (:attr:`~..roles.role.Role.metric`); an added role's: :func:`judge_of`
 BINARY_JUDGES: dict[str, BinaryJudge] = {

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .facts import facts, used_facts
 from ..base.models import Document, DocumentGroup, Turn
+from .facts import facts, used_facts
 
 
 def unasked(document: Document, history: Sequence[Turn]) -> list[str]:

@@ -30,10 +30,10 @@ from collections.abc import Callable, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
+from ..base.models import Document, DocumentGroup, GeneratedTurn, Turn
 from ..text.answer_keys import subject_of
 from ..text.english import content_words, singular, supporting_sentences, word_weights, words
 from .kinds import unasked_kind
-from ..base.models import Document, DocumentGroup, GeneratedTurn, Turn
 
 _CLAUSE = re.compile(r"(?<=[.!?])\s+|;\s+")
 _LOWER = re.compile(r"(?<![\w'-])[a-z][a-z'-]*")

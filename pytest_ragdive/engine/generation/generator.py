@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
-
-from typing import TYPE_CHECKING, Any
 
 from ...llm.client import LLMClient
 from ...llm.model import Model
 from ..base.models import Document, DocumentGroup, GeneratedTurn, Turn
 from ..base.templates import history_view, render
 from ..profiles.profile import rewrites
+from .facts import Asked
 from .follow_ups import anchored, depends_on_conversation, follow_up, said_before, unnamed
 from .kinds import unasked_kind
 
@@ -102,18 +101,25 @@ async def generate_turn(
     # a fact of a kind its look-alikes share is asked by its kind, naming nothing (.kinds)
     kind = (unasked_kind(fact, [t.generated.rag_input for t in history])
             if not many and plan.by_kind and group.documents[0].others else None)
-    about = ({"sources": [(d.id, d.text) for d in group.documents],
-              "names": " or ".join(f'"{d.id}"' for d in group.documents),
-              "facts": list(zip(plan.asked.sources, plan.asked.facts))}
-             if many else {"document": group.documents[0].text, "fact": fact})
     prompt = render("generator", group=many, role=role.persona(),
                     history=history_view(history), subject=_subject(group, plan),
                     opener=None, message=kind, index=len(history) + 1,
-                    feedback=feedback, **about)
+                    feedback=feedback, **_about(group, plan.asked))
     nxt = await client.structured(model, [{"role": "user", "content": prompt}], NextQuestion,
                                   temperature=temperature, seed=seed)
     turn = _follow_up(nxt, plan, group, history, kind, rewrites(model))
     return role.finish(turn, plan, nxt.standalone_question, group, history, seed)
+
+
+def _about(group: DocumentGroup, asked: Asked | None) -> dict[str, Any]:
+    """What the generator's prompt shows: the document and the fact asked, or about a group,
+    every document and each fact with its document's id."""
+    if len(group.documents) == 1:
+        return {"document": group.documents[0].text,
+                "fact": "\n".join(asked.facts) if asked else ""}
+    return {"sources": [(d.id, d.text) for d in group.documents],
+            "names": " or ".join(f'"{d.id}"' for d in group.documents),
+            "facts": list(zip(asked.sources, asked.facts)) if asked else []}
 
 
 def _subject(group: DocumentGroup, plan: Plan) -> str | None:
@@ -127,13 +133,9 @@ async def _first_turn(client: LLMClient, model: Model, group: DocumentGroup, rol
                       opener: str | None) -> GeneratedTurn:
     """Turn 1: the model's first question, or the answer key of a real user's ``opener``."""
     many = len(group.documents) > 1
-    about: dict[str, Any] = ({"sources": [(d.id, d.text) for d in group.documents],
-                              "names": " or ".join(f'"{d.id}"' for d in group.documents),
-                              "facts": []}
-                             if many else {"document": group.documents[0].text, "fact": ""})
     prompt = render("generator", group=many, role=role.persona(), history=history_view([]),
                     subject=None, opener=opener, message=None, index=1, feedback=feedback,
-                    **about)
+                    **_about(group, None))
     messages = [{"role": "user", "content": prompt}]
     if opener is not None:
         keys: type[OpenerKey | GroupOpenerKey] = GroupOpenerKey if many else OpenerKey

@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING
 from ...llm.client import LLMClient
 from ...llm.errors import ReplyError
 from ...llm.model import Model
+from ..base.models import Document
 from .agreement import Counts, auc, auc_interval, best_threshold, held_out
 from .cases import Case
-from ..base.models import Document
 from .files import judges_digest
 from .profile import MIN_ACCURACY, RAGAS, Judgement, Profile, Reading
 
@@ -43,8 +43,8 @@ async def score(client: LLMClient, model: Model, case: Case,
     exact check says yes to), the validator check's P(yes), or ragas' score (``ragas``: a
     :class:`.ragas_metrics.RagasMetrics`; an unscored turn reads 0.5); None when the model
     gave no yes/no answer."""
-    from ..validation import validator
     from ..evaluation.binary import combine, exact_yes
+    from ..validation import validator
 
     try:
         if case.judgement in RAGAS:

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ...llm.model import Model
-from .cases import Case, documents
 from ..base.models import Document
+from .cases import Case, documents
 
 #: characters per token, for an estimate of English prompts
 CHARS_PER_TOKEN = 4
@@ -37,8 +37,8 @@ class Estimate:
 
 def _calls(case: Case) -> list[str]:
     """The prompts of one case's model calls (ragas' stand as one placeholder each)."""
-    from ..validation import validator
     from ..evaluation.binary import exact_yes, judge_prompts
+    from ..validation import validator
 
     turn, earlier = case.turns()
     if case.judgement.startswith("validator."):

@@ -31,10 +31,10 @@ async def own_messages_kept(client: LLMClient, model: Model,
     """Of the follow-ups ``model`` writes for ``cases``' conversations (seed 0, at the
     generator's temperature), how many messages lean on the conversation as written
     (:func:`.follow_ups.chat_message` keeps them), and how many it wrote."""
+    from ..base.judges import Judges
     from ..generation.follow_ups import chat_message, said_before
     from ..generation.generator import generate_turn
     from ..roles.registry import role
-    from ..base.judges import Judges
 
     sources = documents("documents")
     unaided = Profiles({model.name: default_profile().model_copy(

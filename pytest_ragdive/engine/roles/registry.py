@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..base.metrics import METRICS, ROLE_METRICS
 from ..base.errors import SettingError
+from ..base.metrics import METRICS, ROLE_METRICS
 from . import mistaken, switching, vague
 from .personas import PERSONAS, free_text
 from .role import Role, RoleMetric

@@ -25,11 +25,11 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
+from ..base.errors import SettingError
+from ..base.models import Document, DocumentGroup, GeneratedTurn, Turn
 from ..generation.facts import Asked, facts, next_fact, next_facts
 from ..text.english import STOPWORDS, content_words, is_question
 from ..text.phrases import DETERMINERS, put_pronoun
-from ..base.models import Document, DocumentGroup, GeneratedTurn, Turn
-from ..base.errors import SettingError
 from .role import Plan, Role, Shift
 
 #: how a return turn's message begins, drawn by seed

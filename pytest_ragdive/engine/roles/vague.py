@@ -16,11 +16,11 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from ..base.models import Document, DocumentGroup, GeneratedTurn, Turn
+from ..evaluation.judge import BinaryJudge
 from ..generation.facts import Asked, facts, next_fact, next_facts, quoted_from
 from ..text.english import STOPWORDS, content_words, is_question, singular
 from ..text.phrases import DETERMINERS, put_pronoun
-from ..base.models import Document, DocumentGroup, GeneratedTurn, Turn
-from ..evaluation.judge import BinaryJudge
 from ..validation.sources import documents_of
 from .mistaken import figures
 from .role import Plan, Role, RoleMetric

@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from ..base.models import GeneratedTurn
 from ..text.english import (
     STOPWORDS,
-    content_words,
     normalized,
     numbers,
     overlap,

@@ -9,10 +9,10 @@ tie the reference to the right document.
 
 from __future__ import annotations
 
+from ..base.models import Document, DocumentGroup, GeneratedTurn
+from ..generation.facts import quotes
 from ..text.english import content_words, numbers
 from .checks import supporting_sentences, unsupported_key
-from ..generation.facts import quotes
-from ..base.models import Document, DocumentGroup, GeneratedTurn
 
 
 def named(candidate: GeneratedTurn, group: DocumentGroup) -> list[Document]:

@@ -17,12 +17,18 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from ...llm.client import LLMClient
 from ...llm.model import Model
-from typing import TYPE_CHECKING
-
-from ..base.models import Document, DocumentGroup, GeneratedTurn, RejectionCategory, Turn, Validation
+from ..base.models import (
+    Document,
+    DocumentGroup,
+    GeneratedTurn,
+    RejectionCategory,
+    Turn,
+    Validation,
+)
 from ..base.templates import history_view, render
 from ..generation import follow_ups, kinds
 from ..profiles import profile as profiles
