@@ -52,6 +52,8 @@ CHECKS: list[Check] = [
     Check("history none", 100, None, "regressed", "correctness"),
     Check("history none", 110, None, "regressed", "forgetfulness"),
     Check("accepted", 110, None, "inconclusive", "forgetfulness"),
+    Check("history none", 120, None, "regressed", "correctness"),
+    Check("accepted", 120, None, "inconclusive", "forgetfulness"),
 ]
 
 
