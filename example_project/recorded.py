@@ -54,6 +54,8 @@ CHECKS: list[Check] = [
     Check("accepted", 110, None, "inconclusive", "forgetfulness"),
     Check("history none", 120, None, "regressed", "correctness"),
     Check("accepted", 120, None, "inconclusive", "forgetfulness"),
+    Check("history none", 130, None, "regressed", "forgetfulness"),
+    Check("accepted", 130, None, "passed", None),
 ]
 
 
