@@ -56,6 +56,7 @@ CHECKS: list[Check] = [
     Check("accepted", 120, None, "inconclusive", "forgetfulness"),
     Check("history none", 130, None, "regressed", "forgetfulness"),
     Check("accepted", 130, None, "passed", None),
+    Check("history none", 140, None, "regressed", "forgetfulness"),
 ]
 
 
