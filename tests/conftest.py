@@ -62,13 +62,19 @@ def test_bot(ragdive_dialogue):
 '''
 
 
+def scripted_project(pytester: pytest.Pytester, conftest: str, test: str) -> pytest.Pytester:
+    """A project under test: its ``conftest``, one test module ``test_bot.py`` and the ini."""
+    pytester.makeconftest(conftest)
+    pytester.makepyfile(test_bot=test)
+    pytester.makeini(PROJECT_INI)
+    return pytester
+
+
 def role_project(pytester: pytest.Pytester, conftest: str, turns: int, role: str,
                  metrics: list[str]) -> pytest.Pytester:
     """A project whose one test holds a ``turns``-turn dialogue in ``role`` per document."""
-    pytester.makeconftest(conftest)
-    pytester.makepyfile(test_bot=ROLE_TEST.format(turns=turns, role=role, metrics=metrics))
-    pytester.makeini(PROJECT_INI)
-    return pytester
+    return scripted_project(pytester, conftest,
+                            ROLE_TEST.format(turns=turns, role=role, metrics=metrics))
 
 
 def role_dialogue(project: pytest.Pytester, document_id: str, mode: str,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import PROJECT_FIXTURES, PROJECT_INI
+from conftest import PROJECT_FIXTURES, scripted_project
 
 from pytest_ragdive.engine.base.models import Dialogue
 
@@ -82,10 +82,7 @@ def test_bot(ragdive_dialogue):
 
 @pytest.fixture
 def project(pytester: pytest.Pytester) -> pytest.Pytester:
-    pytester.makeconftest(CONFTEST)
-    pytester.makepyfile(test_bot=TEST)
-    pytester.makeini(PROJECT_INI)
-    return pytester
+    return scripted_project(pytester, CONFTEST, TEST)
 
 
 def test_a_role_from_a_conftest_drives_checks_and_scores_the_dialogue(project) -> None:

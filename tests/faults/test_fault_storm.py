@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import PROJECT_INI
+from conftest import PROJECT_INI, scripted_project
 
 from pytest_ragdive.engine.conversation.dialogue import run_blocking
 from pytest_ragdive.llm import retrying
@@ -96,10 +96,7 @@ def test_bot(ragdive_dialogue):
 
 @pytest.fixture
 def stormy(pytester: pytest.Pytester) -> pytest.Pytester:
-    pytester.makeconftest(STORMY)
-    pytester.makepyfile(test_bot=SCORES_TEST)
-    pytester.makeini(PROJECT_INI)
-    return pytester
+    return scripted_project(pytester, STORMY, SCORES_TEST)
 
 
 def scores(project: pytest.Pytester) -> dict[str, str]:
