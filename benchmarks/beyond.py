@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
         rejected = attempts - sum(len(d.turns) for d in dialogues)
         # a run not held had every attempt at one turn rejected: 5 with the example's ini
         # (ragdive_max_regenerations = 4); its other turns' attempts are not in the record
-        again = sum("not held" in line for i in test.items for line in i.result.get("unscored", []))
+        again = sum("not held" in line for i in test.items for line in i.result.unscored)
         print(f"\n{name}: {held} of {len(dialogues)} dialogues held, "
               f"{sum(len(d.turns) for d in dialogues)} turns; runs not held and held again with "
               f"the next seed (every attempt at a turn rejected): {again}")

@@ -29,7 +29,7 @@ from pytest_ragdive.llm.embedded.prefixes import CallStats
 EXAMPLE = Path(__file__).resolve().parents[1] / "example_project"
 sys.path.insert(0, str(EXAMPLE))
 
-from recorded import documents  # noqa: E402
+from recorded import documents
 
 #: stage -> how its prompt's first line (after the source and the conversation) begins
 STAGES = (

@@ -148,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
                 placed[place] += 1
                 if len(group.documents) == 1:  # what needs_conversation sent back, placed
                     sent_back = [r.turn.rag_input for r in turn.rejections
-                                 if follow_ups.told_apart(r.turn.rag_input, group.documents[0])]
+                                 if conversation.told_apart(r.turn.rag_input, group.documents[0])]
                     told += len(sent_back)
                     told_first += sum(retrieves(m)[0] == dialogue.document_id for m in sent_back)
                 for metric in ("correctness", "forgetfulness"):

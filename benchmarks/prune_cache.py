@@ -24,11 +24,11 @@ import pytest
 EXAMPLE = Path(__file__).resolve().parents[1] / "example_project"
 sys.path.insert(0, str(EXAMPLE))
 
-from recorded import CHECKS, UNSEEN, VARIANTS  # noqa: E402
+from recorded import CHECKS, UNSEEN, VARIANTS
 
 BEYOND = ".ragdive/beyond"
 
-from pytest_ragdive.llm.cache import ResponseCache, request_key  # noqa: E402
+from pytest_ragdive.llm.cache import ResponseCache, request_key
 
 
 def main(argv: list[str] | None = None) -> int:

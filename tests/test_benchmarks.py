@@ -4,6 +4,8 @@ next measurement (issue 53: both failed every dialogue, and no test saw it)."""
 
 from __future__ import annotations
 
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -28,3 +30,23 @@ def test_bench_and_scale_run_on_a_tiny_size(tmp_path: Path) -> None:
     for section in ("startup", "concurrency", "tokens", "what-if"):
         assert f"## {section}\n" in out["bench.py"]
     assert "\n| 2 | " in out["scale.py"]  # the row of 2 documents
+
+
+def _run(name: str, *args: str, **env: str) -> str:
+    done = subprocess.run([sys.executable, str(BENCHMARKS / name), *args], check=False,
+                          capture_output=True, text=True, timeout=300, env={**os.environ, **env})
+    assert done.returncode == 0, f"{name} failed:\n{done.stdout[-2000:]}{done.stderr[-4000:]}"
+    return done.stdout
+
+
+def test_the_replaying_benchmarks_read_the_committed_recordings() -> None:
+    """``generated_turns.py`` and ``beyond.py`` replay the example's caches (a miss is an error):
+    both broke once when the plugin's records changed and no test ran them."""
+    out = _run("generated_turns.py")
+    follow_ups = int(re.search(r"single out .*: \d+ of (\d+)", out)[1])
+    placed = [int(n) for n in re.findall(r"^  (?:ranks it first|retrieves it below another "
+                                         r"document|does not retrieve it): (\d+) of", out, re.MULTILINE)]
+    assert len(placed) == 3 and sum(placed) == follow_ups > 0
+    assert re.search(r"validator rejection rate: \d+ of \d+ attempts", out)
+    out = _run("beyond.py")
+    assert re.search(r"^test_\w+: \d+ of \d+ dialogues held, \d+ turns", out, re.MULTILINE), out[-2000:]
