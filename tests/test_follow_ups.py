@@ -225,3 +225,20 @@ def test_a_first_question_the_look_alikes_share_must_name_its_topic() -> None:
     # a document loaded alone has nothing to be told apart from
     assert names_its_topic("How often do ferries leave?",
                            Document(id="river", text=river.text)) is None
+
+
+def test_a_first_question_that_says_its_title_names_its_topic() -> None:
+    # the other documents mention the harbour and its ferry as often as the ferry's own does,
+    # so its words alone tell nothing apart; its title's "Harbour Ferry" does
+    harbour, *_ = known_together([
+        Document(id="harbour", text="# Brenmouth Harbour Ferry\n\nThe ferry leaves the harbour "
+                                    "every 30 minutes. It is owned by the city."),
+        Document(id="trams", text="# Brenmouth Tram Network\n\nTrams stop at the harbour, where "
+                                  "the ferry leaves. They are owned by the city."),
+        Document(id="bikes", text="# Brenmouth Bike-Share\n\nA station at the harbour serves the "
+                                  "ferry. It is owned by the city.")])
+    assert names_its_topic("Who owns the Brenmouth Harbour Ferry?", harbour) is None
+    assert names_its_topic("Who owns the harbour ferry?", harbour) is None
+    # its words apart, or only the words every title has, leave it open
+    for question in ("Who owns the ferry at the harbour?", "Who owns the ferry in Brenmouth?"):
+        assert names_its_topic(question, harbour) is not None, question

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from ..base.models import Document, GeneratedTurn, Turn
 from ..generation.follow_ups import depends_on_conversation, said_before
-from ..text.english import is_question, repeated_subject, singles_out
+from ..text.english import content_words, is_question, repeated_subject, singles_out
 
 
 def leans_back(candidate: GeneratedTurn, history: Sequence[Turn],
@@ -52,7 +52,22 @@ def names_its_topic(question: str, document: Document) -> str | None:
     fix. "What is the name of the ferry?" where the knowledge base has two ferries leaves
     even a bot that keeps the conversation guessing, at turn 1 and at every "it" after."""
     if (not document.others or singles_out(question, document.text, document.others)
-            or not singles_out(document.text, document.text, document.others)):
-        return None  # alone, told apart, or with no word of its own to be told apart by
+            or not singles_out(document.text, document.text, document.others)
+            or says_its_title(question, document)):
+        return None  # alone, told apart, named, or with no word of its own to be told apart by
     return ("the question could be about several of the services or topics a user could "
             "mean; name the one it asks about, as a user who starts a conversation does")
+
+
+def says_its_title(question: str, document: Document) -> bool:
+    """Whether ``question`` says two or more words of its document's title in a row, one of
+    them in no other document's title: "the Harbour Ferry" names "Brenmouth Harbour Ferry"
+    where the other documents only mention the harbour and the ferry, which their words alone
+    (:func:`~..text.english.singles_out`) cannot tell apart."""
+    title = content_words(document.subject or "")
+    others = {w for text in document.others
+              for w in content_words(Document(id="", text=text).subject or "")}
+    asked = " ".join(content_words(question))
+    return any(f" {' '.join(title[i:j])} " in f" {asked} "
+               for i in range(len(title)) for j in range(i + 2, len(title) + 1)
+               if set(title[i:j]) - others)
