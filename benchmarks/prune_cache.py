@@ -8,14 +8,17 @@ After a re-recording, a cache folder keeps the entries of calls that are no long
 (another prompt, a check that is no longer asked). This replays, in process, the example's
 update and check at the baseline's seeds (``.ragdive/cache``) and every session of ``gate.py``
 (``.ragdive/unseen``) under both rules and the beyond suite's update (``.ragdive/beyond``),
-notes every entry read, and removes the others.
+notes every entry read, and removes the others. The sessions run in a copy of the example, so
+the committed band files are left as they are.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 from unittest import mock
 
@@ -51,7 +54,9 @@ def main(argv: list[str] | None = None) -> int:
         ({}, BEYOND, 0, None, "update", ["beyond"])]
     sessions += [(VARIANTS[c.variant], UNSEEN, c.seed, c.select, rule, []) for c in CHECKS
                  for rule in ("permutation", "band")]
-    os.chdir(EXAMPLE)
+    copy = Path(tempfile.mkdtemp()) / "example"
+    shutil.copytree(EXAMPLE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    os.chdir(copy)
     for env, cache, seed, select, rule, paths in sessions:
         rule_args = ["--ragdive-update"] if rule == "update" else [f"--ragdive-verdict={rule}"]
         with mock.patch.dict(os.environ, env):  # the bot reads its knobs
@@ -60,8 +65,8 @@ def main(argv: list[str] | None = None) -> int:
                          f"--ragdive-seed={seed}", *rule_args,
                          *(["-k", select] if select else [])])
     folders = (".ragdive/cache", UNSEEN, BEYOND)
-    unread = [p for folder in folders
-              for p in sorted((EXAMPLE / folder).rglob("*.json")) if p.resolve() not in read]
+    unread = [EXAMPLE / p.relative_to(copy) for folder in folders
+              for p in sorted((copy / folder).rglob("*.json")) if p.resolve() not in read]
     by_folder = {f: sum(1 for p in unread if f in str(p)) for f in folders}
     print(f"\n{len(read)} entries read, {len(unread)} not read {by_folder}")
     for path in unread:
