@@ -48,9 +48,9 @@ class Check(NamedTuple):
 #: query, follow-ups asked by their fact's kind ("Who runs it?", ``engine/kinds.py``) and
 #: correctness and forgetfulness the judged metrics of the embedded default
 CHECKS: list[Check] = [
-    Check("accepted", 100, None, "passed", None),
+    Check("accepted", 100, None, "inconclusive", "correctness"),
     Check("history none", 100, None, "regressed", "correctness"),
-    Check("history none", 110, None, "regressed", "forgetfulness"),
+    Check("history none", 110, None, "regressed", "correctness"),
     Check("accepted", 110, None, "inconclusive", "forgetfulness"),
     Check("history none", 120, None, "regressed", "correctness"),
     Check("accepted", 120, None, "inconclusive", "forgetfulness"),
