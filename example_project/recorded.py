@@ -51,7 +51,7 @@ CHECKS: list[Check] = [
     Check("accepted", 100, None, "inconclusive", "correctness"),
     Check("history none", 100, None, "regressed", "correctness"),
     Check("history none", 110, None, "regressed", "correctness"),
-    Check("accepted", 110, None, "inconclusive", "forgetfulness"),
+    Check("accepted", 110, None, "inconclusive", "correctness"),
     Check("history none", 120, None, "regressed", "correctness"),
     Check("accepted", 120, None, "inconclusive", "forgetfulness"),
     Check("history none", 130, None, "regressed", "forgetfulness"),
