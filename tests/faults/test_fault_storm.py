@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import PROJECT_INI, scripted_project
+from conftest import PROJECT_FIXTURES, PROJECT_INI, scripted_project
 
 from pytest_ragdive.engine.conversation.dialogue import run_blocking
 from pytest_ragdive.llm import retrying
@@ -72,15 +72,7 @@ ragdive_document = ragdive.document_fixture([
     for n, name in enumerate(["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta",
                               "theta"])
 ])
-
-@pytest.fixture(scope="session")
-def ragdive_adapter():
-    return Bot()
-
-@pytest.fixture(scope="session")
-def ragdive_judges():
-    return ragdive.Judges(JUDGE)
-'''.replace("SPEED", repr(SPEED))
+'''.replace("SPEED", repr(SPEED)) + PROJECT_FIXTURES
 
 SCORES_TEST = '''
 import json
