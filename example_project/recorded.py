@@ -53,8 +53,8 @@ CHECKS: list[Check] = [
     Check("history none", 110, None, "regressed", "correctness"),
     Check("accepted", 110, None, "inconclusive", "correctness"),
     Check("history none", 120, None, "regressed", "correctness"),
-    Check("accepted", 120, None, "inconclusive", "forgetfulness"),
-    Check("history none", 130, None, "regressed", "forgetfulness"),
+    Check("accepted", 120, None, "inconclusive", "correctness"),
+    Check("history none", 130, None, "regressed", "correctness"),
     Check("accepted", 130, None, "passed", None),
     Check("history none", 140, None, "regressed", "forgetfulness"),
 ]
