@@ -110,6 +110,27 @@ def test_the_gate_on_a_committed_unseen_seed(
                                      "      turn * (*): *"])
 
 
+def test_the_readme_failure_is_the_replay_of_its_command(
+    pytester: pytest.Pytester, example: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The README's "real failure" is what its command prints on the committed recording:
+    every line it shows, in order ("..." stands for lines left out)."""
+    readme = (EXAMPLE.parent / "README.md").read_text(encoding="utf-8")
+    block = readme.split("<!-- example-failure", 1)[1].split("<!-- /example-failure -->")[0]
+    shown = block.split("```console\n", 1)[1].split("```", 1)[0].splitlines()
+    command = " ".join(line.rstrip("\\ ").split("#")[0] for line in shown
+                       if line.startswith(("$ ", "    --")))
+    env, _, args = command.removeprefix("$ ").partition(" pytest -m ragdive ")
+    name, value = env.split("=")
+    monkeypatch.setenv(name, value)
+    result = replay(pytester, *args.split())
+    printed = iter(result.stdout.lines)
+    for line in shown:
+        if line.startswith(("$ ", "    --")) or line.strip() == "...":
+            continue
+        assert any(out == line for out in printed), f"not printed (in this order): {line!r}"
+
+
 def test_the_band_rule_fails_the_unchanged_bot_the_permutation_verdict_does_not(
     pytester: pytest.Pytester, example: Path
 ) -> None:
