@@ -58,6 +58,8 @@ CHECKS: list[Check] = [
     Check("accepted", 130, None, "inconclusive", "correctness"),
     Check("history none", 140, None, "regressed", "correctness"),
     Check("accepted", 140, None, "passed", None),
+    Check("history none", 150, None, "regressed", "correctness"),
+    Check("accepted", 150, None, "passed", None),
 ]
 
 
