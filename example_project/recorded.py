@@ -60,6 +60,7 @@ CHECKS: list[Check] = [
     Check("accepted", 140, None, "passed", None),
     Check("history none", 150, None, "regressed", "correctness"),
     Check("accepted", 150, None, "passed", None),
+    Check("top_k 1", 100, None, "regressed", "correctness"),
 ]
 
 
