@@ -61,6 +61,7 @@ CHECKS: list[Check] = [
     Check("history none", 150, None, "regressed", "correctness"),
     Check("accepted", 150, None, "passed", None),
     Check("top_k 1", 100, None, "regressed", "correctness"),
+    Check("top_k 1", 110, None, "regressed", "correctness"),
 ]
 
 
