@@ -62,6 +62,7 @@ CHECKS: list[Check] = [
     Check("accepted", 150, None, "passed", None),
     Check("top_k 1", 100, None, "regressed", "correctness"),
     Check("top_k 1", 110, None, "regressed", "correctness"),
+    Check("top_k 1", 120, None, "regressed", "correctness"),
 ]
 
 
