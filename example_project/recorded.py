@@ -63,6 +63,8 @@ CHECKS: list[Check] = [
     Check("top_k 1", 100, None, "regressed", "correctness"),
     Check("top_k 1", 110, None, "regressed", "correctness"),
     Check("top_k 1", 120, None, "regressed", "correctness"),
+    Check("history first", 100, None, "regressed", "correctness"),
+    Check("accepted", 160, None, "passed", None),
 ]
 
 
