@@ -65,6 +65,7 @@ CHECKS: list[Check] = [
     Check("top_k 1", 120, None, "regressed", "correctness"),
     Check("history first", 100, None, "regressed", "correctness"),
     Check("accepted", 160, None, "passed", None),
+    Check("history none", 160, None, "regressed", "correctness"),
 ]
 
 
