@@ -40,10 +40,11 @@ import sys
 import tempfile
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest_ragdive as ragdive
-from pytest_ragdive.engine.base.models import DocumentGroup
+from pytest_ragdive.engine.base.models import Dialogue, DocumentGroup, Turn
 from pytest_ragdive.engine.documents.groups import group_documents
 from pytest_ragdive.engine.generation import follow_ups
 from pytest_ragdive.engine.text import english
@@ -76,7 +77,117 @@ def retriever() -> Callable[[str], list[str]]:
     return retrieves
 
 
-def main(argv: list[str] | None = None) -> int:
+@dataclass
+class Tally:
+    """What the replayed dialogues' turns show, counted."""
+
+    follow_ups: int = 0
+    leaning: int = 0
+    depends: int = 0
+    subject_only: int = 0
+    repeated: int = 0
+    alone: int = 0
+    told: int = 0
+    told_first: int = 0
+    keys: int = 0
+    supported: int = 0
+    unchecked: int = 0
+    attempts: int = 0
+    crossing: int = 0
+    both: int = 0
+    categories: Counter[str] = field(default_factory=Counter)
+    placed: Counter[str] = field(default_factory=Counter)
+    #: per follow-up, by where its message alone puts its document: the judges' scores
+    scored: dict[str, dict[str, list[float]]] = field(
+        default_factory=lambda: {place: {} for place in PLACES})
+
+    def add(self, dialogue: Dialogue, group: DocumentGroup,
+            retrieves: Callable[[str], list[str]]) -> None:
+        used = {s for t in dialogue.turns for s in t.generated.source.split("+")}
+        self.both += len(group.documents) > 1 and used >= {d.id for d in group.documents}
+        for turn in dialogue.turns:
+            self.keys += 1
+            self.supported += sources.evidence_check(turn.generated, group) is None
+            self.crossing += turn.generated.question_type == "cross_document"
+            self.attempts += 1 + len(turn.rejections)
+            self.categories.update(c for r in turn.rejections for c in r.validation.categories)
+            if turn.index > 1:
+                self.add_follow_up(turn, dialogue, group, retrieves)
+
+    def add_follow_up(self, turn: Turn, dialogue: Dialogue, group: DocumentGroup,
+                      retrieves: Callable[[str], list[str]]) -> None:
+        earlier = dialogue.turns[: turn.index - 1]
+        generated = turn.generated
+        self.follow_ups += 1
+        self.leaning += conversation.leans_back(generated, earlier) is None
+        dependent = follow_ups.depends_on_conversation(
+            generated.rag_input, generated.standalone_question, follow_ups.said_before(earlier))
+        self.depends += dependent
+        self.subject_only += dependent and ANCHORED.match(generated.standalone_question) is not None
+        self.repeated += checks.repeated_question(
+            generated, [t.generated for t in earlier]) is not None
+        self.unchecked += not turn.validated
+        alone = len(group.documents) == 1
+        self.alone += alone and bool(english.singles_out(
+            generated.rag_input, group.documents[0].text, group.documents[0].others))
+        ranked = retrieves(generated.rag_input)
+        place = ("first" if ranked[0] == dialogue.document_id else
+                 "below" if dialogue.document_id in ranked else "absent")
+        self.placed[place] += 1
+        if alone:  # what needs_conversation sent back, placed
+            sent_back = [r.turn.rag_input for r in turn.rejections
+                         if conversation.told_apart(r.turn.rag_input, group.documents[0])]
+            self.told += len(sent_back)
+            self.told_first += sum(retrieves(m)[0] == dialogue.document_id for m in sent_back)
+        for metric in ("correctness", "forgetfulness"):
+            judged = turn.judgements.get(metric)
+            if judged is not None and judged.score is not None:
+                self.scored[place].setdefault(metric, []).append(judged.score)
+
+
+def report(t: Tally, dialogues: list[Dialogue], grouped: bool) -> None:
+    """Print the tally, then every dialogue's turns."""
+    n = t.follow_ups
+    print(f"{len(dialogues)} dialogues, {t.keys} turns, {t.attempts} generator attempts")
+    print(f"follow-up turns passing the exact check (a question, leaning back): "
+          f"{t.leaning} of {n}")
+    print(f"follow-up turns whose message leaves out something its stand-alone question names "
+          f"and the conversation said: {t.depends} of {n}")
+    print(f"  of which the message leaves out only what the conversation is about (the "
+          f"stand-alone question 'About <subject>: ...'): {t.subject_only}")
+    print(f"follow-up turns asking again: {t.repeated} of {n}")
+    if not grouped:
+        print(f"follow-up messages that single out their own document among the knowledge "
+              f"base's by their words alone (checks.singles_out): {t.alone} of {n}")
+        print("follow-up messages by where their own retrieval (the bot without history, "
+              "top 3 paragraphs) puts their document:")
+        for place, label in PLACES.items():
+            print(f"  {label}: {t.placed[place]} of {n}; " + ", ".join(
+                f"{m} {sum(v) / len(v):.2f} (n={len(v)})" for m, v in t.scored[place].items()))
+        print(f"attempts at a follow-up that needs_conversation sent back: {t.told}; their "
+              f"retrieval ranks their document first for {t.told_first} "
+              f"({t.told_first / max(t.told, 1):.0%}; of the follow-ups used: "
+              f"{t.placed['first'] / max(n, 1):.0%})")
+    print(f"answer keys matching a quoted sentence of their document with every figure: "
+          f"{t.supported} of {t.keys}")
+    print(f"follow-up turns used without the validator model's approval: {t.unchecked}")
+    rejected = t.attempts - t.keys
+    print(f"validator rejection rate: {rejected} of {t.attempts} attempts "
+          f"({rejected / max(t.attempts, 1):.0%}); by category: "
+          f"{', '.join(f'{c} {k}' for c, k in t.categories.most_common()) or 'none'}")
+    if grouped:
+        print(f"turns that use two documents (cross_document): {t.crossing} of {t.keys} "
+              f"({t.crossing / max(t.keys, 1):.0%}); dialogues that asked about every document "
+              f"of their group: {t.both} of {len(dialogues)}")
+    for dialogue in dialogues:
+        print(f"\n{dialogue.document_id}: {dialogue.scores}")
+        for turn in dialogue.turns:
+            print(f"  {turn.index}. [{turn.generated.source or dialogue.document_id}] "
+                  f"{turn.generated.rag_input!r} -> {turn.answer.answer[:90]!r}"
+                  f"  [key: {turn.generated.ground_truth[:60]!r}]")
+
+
+def parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--cache", default=".ragdive/cache", help="relative to example_project")
     parser.add_argument("--seeds", default="0,1,2")
@@ -90,7 +201,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="metrics to score, comma-separated (default: the example's); "
                              "correctness alone makes a live measurement of the generator quicker")
     parser.add_argument("--record-mode", default="none", choices=("none", "new"))
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
     from ragbot import RagBot
     from recorded import documents, replayed
 
@@ -107,91 +222,13 @@ def main(argv: list[str] | None = None) -> int:
                           **({"metrics": tuple(args.metrics.split(","))} if args.metrics else {}))
     ]
     retrieves = retriever()
-    n_follow_ups = leaning = depends = subject_only = repeated = alone = told = told_first = 0
-    keys = supported = unchecked = attempts = crossing = both = 0
-    categories: Counter[str] = Counter()
-    # per follow-up, by where its message alone puts its document: the judges' scores
-    placed: Counter[str] = Counter()
-    scored: dict[str, dict[str, list[float]]] = {place: {} for place in PLACES}
+    tally = Tally()
     for dialogue in dialogues:
         for what in ("dialogue", "generation"):
             if dialogue.errors.get(what):
                 print(f"{dialogue.document_id}: {dialogue.errors[what][:200]}")
-        group = next(g for g in items if g.id == dialogue.document_id)
-        used = {s for t in dialogue.turns for s in t.generated.source.split("+")}
-        both += len(group.documents) > 1 and used >= {d.id for d in group.documents}
-        for turn in dialogue.turns:
-            earlier = dialogue.turns[: turn.index - 1]
-            keys += 1
-            supported += sources.evidence_check(turn.generated, group) is None
-            crossing += turn.generated.question_type == "cross_document"
-            attempts += 1 + len(turn.rejections)
-            categories.update(c for r in turn.rejections for c in r.validation.categories)
-            if earlier:
-                n_follow_ups += 1
-                said = follow_ups.said_before(earlier)
-                leaning += conversation.leans_back(turn.generated, earlier) is None
-                dependent = follow_ups.depends_on_conversation(
-                    turn.generated.rag_input, turn.generated.standalone_question, said)
-                depends += dependent
-                subject_only += dependent and ANCHORED.match(
-                    turn.generated.standalone_question) is not None
-                repeated += checks.repeated_question(
-                    turn.generated, [t.generated for t in earlier]) is not None
-                unchecked += not turn.validated
-                alone += len(group.documents) == 1 and bool(english.singles_out(
-                    turn.generated.rag_input, group.documents[0].text,
-                    group.documents[0].others))
-                ranked = retrieves(turn.generated.rag_input)
-                place = ("first" if ranked[0] == dialogue.document_id else
-                         "below" if dialogue.document_id in ranked else "absent")
-                placed[place] += 1
-                if len(group.documents) == 1:  # what needs_conversation sent back, placed
-                    sent_back = [r.turn.rag_input for r in turn.rejections
-                                 if conversation.told_apart(r.turn.rag_input, group.documents[0])]
-                    told += len(sent_back)
-                    told_first += sum(retrieves(m)[0] == dialogue.document_id for m in sent_back)
-                for metric in ("correctness", "forgetfulness"):
-                    judged = turn.judgements.get(metric)
-                    if judged is not None and judged.score is not None:
-                        scored[place].setdefault(metric, []).append(judged.score)
-    print(f"{len(dialogues)} dialogues, {keys} turns, {attempts} generator attempts")
-    print(f"follow-up turns passing the exact check (a question, leaning back): "
-          f"{leaning} of {n_follow_ups}")
-    print(f"follow-up turns whose message leaves out something its stand-alone question names "
-          f"and the conversation said: {depends} of {n_follow_ups}")
-    print(f"  of which the message leaves out only what the conversation is about (the "
-          f"stand-alone question 'About <subject>: ...'): {subject_only}")
-    print(f"follow-up turns asking again: {repeated} of {n_follow_ups}")
-    if not args.group:
-        print(f"follow-up messages that single out their own document among the knowledge "
-              f"base's by their words alone (checks.singles_out): {alone} of {n_follow_ups}")
-        print("follow-up messages by where their own retrieval (the bot without history, "
-              "top 3 paragraphs) puts their document:")
-        for place, label in PLACES.items():
-            print(f"  {label}: {placed[place]} of {n_follow_ups}; " + ", ".join(
-                f"{m} {sum(v) / len(v):.2f} (n={len(v)})" for m, v in scored[place].items()))
-        print(f"attempts at a follow-up that needs_conversation sent back: {told}; their "
-              f"retrieval ranks their document first for {told_first} "
-              f"({told_first / max(told, 1):.0%}; of the follow-ups used: "
-              f"{placed['first'] / max(n_follow_ups, 1):.0%})")
-    print(f"answer keys matching a quoted sentence of their document with every figure: "
-          f"{supported} of {keys}")
-    print(f"follow-up turns used without the validator model's approval: {unchecked}")
-    rejected = attempts - keys
-    print(f"validator rejection rate: {rejected} of {attempts} attempts "
-          f"({rejected / max(attempts, 1):.0%}); by category: "
-          f"{', '.join(f'{c} {n}' for c, n in categories.most_common()) or 'none'}")
-    if args.group:
-        print(f"turns that use two documents (cross_document): {crossing} of {keys} "
-              f"({crossing / max(keys, 1):.0%}); dialogues that asked about every document "
-              f"of their group: {both} of {len(dialogues)}")
-    for dialogue in dialogues:
-        print(f"\n{dialogue.document_id}: {dialogue.scores}")
-        for turn in dialogue.turns:
-            print(f"  {turn.index}. [{turn.generated.source or dialogue.document_id}] "
-                  f"{turn.generated.rag_input!r} -> {turn.answer.answer[:90]!r}"
-                  f"  [key: {turn.generated.ground_truth[:60]!r}]")
+        tally.add(dialogue, next(g for g in items if g.id == dialogue.document_id), retrieves)
+    report(tally, dialogues, bool(args.group))
     return 0
 
 
