@@ -70,87 +70,98 @@ def structure(turns: int, contexts: int) -> Structure:
                      calls=turns + sum(validating) + sum(n for _, n in chains))
 
 
-def ideal_makespan(cfg: Config, hold: float | None = None) -> float:
-    """Makespan of ``cfg.documents`` dialogues started together, with the engine's
-    dependencies, a FIFO limit of ``cfg.concurrency`` model calls in flight (the
-    LLMClient semaphore; adapter calls are outside it) and zero CPU time: the best
-    any scheduler of this engine could do. ``hold``: seconds a call keeps its slot,
-    instead of the model latency (to price in per-call overhead inside the limit)."""
-    hold = cfg.model_latency if hold is None else hold
-    now, seq = 0.0, 0
-    events: list[tuple[float, int, Callable[[], None]]] = []
-    free = cfg.concurrency
-    waiting: deque[Callable[[], None]] = deque()
-    finished: list[float] = []
+class IdealSchedule:
+    """A discrete-event run of dialogues with the engine's dependencies under a FIFO limit of
+    model calls in flight (adapter calls are outside it), each call holding its slot ``hold``
+    seconds, zero CPU time."""
 
-    def at(delay: float, fn: Callable[[], None]) -> None:
-        nonlocal seq
-        heapq.heappush(events, (now + delay, seq, fn))
-        seq += 1
+    def __init__(self, cfg: Config, hold: float) -> None:
+        self.cfg, self.hold = cfg, hold
+        self.now, self.seq, self.free = 0.0, 0, cfg.concurrency
+        self.events: list[tuple[float, int, Callable[[], None]]] = []
+        self.waiting: deque[Callable[[], None]] = deque()
+        self.finished: list[float] = []
 
-    def model(then: Callable[[], None]) -> None:
-        nonlocal free
-        if free:
-            free -= 1
-            at(hold, lambda: release(then))
+    def at(self, delay: float, fn: Callable[[], None]) -> None:
+        heapq.heappush(self.events, (self.now + delay, self.seq, fn))
+        self.seq += 1
+
+    def model(self, then: Callable[[], None]) -> None:
+        if self.free:
+            self.free -= 1
+            self.at(self.hold, lambda: self.release(then))
         else:
-            waiting.append(then)
+            self.waiting.append(then)
 
-    def release(then: Callable[[], None]) -> None:
-        nonlocal free
-        if waiting:
-            nxt = waiting.popleft()
-            at(hold, lambda: release(nxt))
+    def release(self, then: Callable[[], None]) -> None:
+        if self.waiting:
+            nxt = self.waiting.popleft()
+            self.at(self.hold, lambda: self.release(nxt))
         else:
-            free += 1
+            self.free += 1
         then()
 
-    def chain(steps: Sequence[str | int], then: Callable[[], None]) -> None:
+    def chain(self, steps: Sequence[str | int], then: Callable[[], None]) -> None:
         """Steps in order: "m" a model call, "a" an adapter call, n > 0 that many model
         calls at once (the next step waits for all)."""
         def step(i: int) -> None:
             if i == len(steps):
                 then()
             elif steps[i] == "m":
-                model(lambda: step(i + 1))
+                self.model(lambda: step(i + 1))
             elif steps[i] == "a":
-                at(cfg.adapter_latency, lambda: step(i + 1))
+                self.at(self.cfg.adapter_latency, lambda: step(i + 1))
             else:
-                left = [int(steps[i])]
-
-                def one_done() -> None:
-                    left[0] -= 1
-                    if left[0] == 0:
-                        step(i + 1)
-                for _ in range(int(steps[i])):
-                    model(one_done)
+                self.together(int(steps[i]), lambda: step(i + 1))
         step(0)
 
-    def dialogue() -> None:
-        chains = eval_chains(cfg.turns, cfg.contexts)
-        left = len(chains)
+    def together(self, n: int, then: Callable[[], None]) -> None:
+        """``n`` model calls at once; ``then`` once all have ended."""
+        left = [n]
+
+        def one_done() -> None:
+            left[0] -= 1
+            if left[0] == 0:
+                then()
+        for _ in range(n):
+            self.model(one_done)
+
+    def dialogue(self) -> None:
+        """The turns one after the other, then every judgement's chain at once."""
+        chains = eval_chains(self.cfg.turns, self.cfg.contexts)
+        left = [len(chains)]
 
         def joined() -> None:
-            nonlocal left
-            left -= 1
-            if left == 0:
-                finished.append(now)
+            left[0] -= 1
+            if left[0] == 0:
+                self.finished.append(self.now)
 
         def evaluate() -> None:
             for _, n in chains:
-                chain("m" * n, joined)
+                self.chain("m" * n, joined)
 
         turns: list[str | int] = []
-        for turn in range(1, cfg.turns + 1):
-            turns += ["m", *([validator_calls(turn)] if validator_calls(turn) else []), "a"]
-        chain(turns, evaluate)
+        for turn in range(1, self.cfg.turns + 1):
+            calls = validator_calls(turn)
+            turns += ["m", *([calls] if calls else []), "a"]
+        self.chain(turns, evaluate)
 
-    for _ in range(cfg.documents):
-        dialogue()
-    while events:
-        now, _, fn = heapq.heappop(events)
-        fn()
-    return max(finished)
+    def makespan(self) -> float:
+        for _ in range(self.cfg.documents):
+            self.dialogue()
+        while self.events:
+            self.now, _, fn = heapq.heappop(self.events)
+            fn()
+        return max(self.finished)
+
+
+def ideal_makespan(cfg: Config, hold: float | None = None) -> float:
+    """Makespan of ``cfg.documents`` dialogues started together, with the engine's
+    dependencies, a FIFO limit of ``cfg.concurrency`` model calls in flight (the
+    LLMClient semaphore) and zero CPU time: the best any scheduler of this engine could do.
+    ``hold``: seconds a call keeps its slot, instead of the model latency (to price in
+    per-call overhead inside the limit)."""
+    return IdealSchedule(cfg, cfg.model_latency if hold is None else hold).makespan()
 
 
 def smallest_limit(cfg: Config, target: float) -> int:
