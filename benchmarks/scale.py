@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
                             ("wall", "peak_mb", "json_mb", "html_mb"))
         print(f"| {r['documents']} | {r['wall']:.1f} | {r['ideal']:.1f} | "
               f"{r['wall'] / r['ideal']:.2f} | {r['peak_mb']:.0f} | {r['json_mb']:.2f} | "
-              f"{r['html_mb']:.2f} | {growth} (documents {k:.0f}×) |")
+              f"{r['html_mb']:.2f} | {growth} (documents {k:g}×) |")
     return 0
 
 
