@@ -137,14 +137,19 @@ class Probe:
         out: dict[str, Any] = {
             "one_wall": loop.time() - t0, "one_errors": dialogue.errors,
             "one_calls": dialogue.usage.calls, "one_hits": dialogue.usage.cache_hits,
-            "one_hold_alone": statistics.mean(holds[:2 * self.turns]),  # one call in flight
             "schemas": dict(Counter(schema for schema, _ in stamps))}
-        # model calls that ended between one adapter answer and the next
-        out["calls_per_turn"] = [sum(1 for _, t in stamps if lo < t <= hi)
-                                 for lo, hi in itertools.pairwise([t0, *answers])]
+        # model calls that ended between one adapter answer and the next, and the waves
+        # they ended in (the validator's questions are asked at once: one wave)
+        gap = self.model_latency / 2
+        per_turn = [sorted(t for _, t in stamps if lo < t <= hi)
+                    for lo, hi in itertools.pairwise([t0, *answers])]
+        out["calls_per_turn"] = [len(ends) for ends in per_turn]
+        out["waves_per_turn"] = [len(waves_after(ends, gap)) if ends else 0 for ends in per_turn]
+        # the first turn's calls each held a slot alone when each ended in a wave of its own
+        alone = len(per_turn[0]) if out["waves_per_turn"][0] == len(per_turn[0]) else 1
+        out["one_hold_alone"] = statistics.mean(holds[:max(alone, 1)])
         # evaluation waves: calls that ended after the last answer, grouped by end time
-        waves = waves_after(sorted(t for _, t in stamps if t > answers[-1]),
-                            self.model_latency / 2)
+        waves = waves_after(sorted(t for _, t in stamps if t > answers[-1]), gap)
         out["eval_waves"] = [len(w) for w in waves]
         out["eval_wave_ends"] = [round(w[-1] - answers[-1], 3) for w in waves]
         return out

@@ -38,11 +38,12 @@ def probe_lines(base: Config, shape: Structure, p: Mapping[str, Any]) -> list[st
         (f"instrumented in-process arun_dialogue, no limit: wall {p['one_wall']:.3f} s "
          f"(= {p['one_wall'] / critical:.2f} x critical path), {p['one_calls']} calls, "
          f"{p['one_hits']} cache hits; model calls per turn before the adapter call "
-         f"{p['calls_per_turn']}; evaluation waves (calls ending together) "
+         f"{p['calls_per_turn']} in {p['waves_per_turn']} waves; evaluation waves (calls "
+         f"ending together) "
          f"{p['eval_waves']} ending {p['eval_wave_ends']} s after the last answer"),
         f"  calls by schema: {p['schemas']}",
     ]
-    counted_chain = sum(p["calls_per_turn"]) + len(p["eval_waves"])
+    counted_chain = sum(p["waves_per_turn"]) + len(p["eval_waves"])
     ok = (counted_chain == shape.model_chain and p["one_calls"] == shape.calls
           and not p["one_errors"])
     lines.append(f"  counted from the run: model chain {counted_chain}, calls {p['one_calls']}"
