@@ -130,3 +130,34 @@ def test_run_dialogue_returns_promptly_and_the_process_ends(tmp_path: Path) -> N
     assert done.returncode == 0, done.stderr[-2000:]
     seconds = float(done.stdout.split("second dialogue")[1])
     assert seconds < 30, f"run_dialogue took {seconds} s to return ({installed()})"
+
+
+def test_the_end_of_a_loop_leaves_no_logging_callback_never_awaited() -> None:
+    # litellm queues a success-logging coroutine per call on its worker; a loop that ends with
+    # some still queued must close them, or each prints "coroutine ... was never awaited"
+    script = textwrap.dedent("""
+        import asyncio, gc, warnings
+        from pytest_ragdive.llm.library import import_litellm, release_loop
+        import_litellm()
+        from litellm.litellm_core_utils.logging_worker import GLOBAL_LOGGING_WORKER as worker
+
+        async def logged():
+            await asyncio.sleep(0)
+
+        async def calls_then_end():
+            worker.start()
+            for _ in range(500):
+                worker.enqueue(logged())
+            await release_loop()
+
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for _ in range(2):
+                asyncio.run(calls_then_end())
+            gc.collect()
+        print("never awaited:", sum("never awaited" in str(w.message) for w in caught))
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "never awaited: 0" in done.stdout, f"{done.stdout[-500:]} ({installed()})"

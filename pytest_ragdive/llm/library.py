@@ -33,7 +33,8 @@ async def release_loop() -> None:
     litellm 1.7x-1.8x runs one logging worker per process on the first loop that calls
     it, with a queue bound to that loop: at ``asyncio.run``'s close the worker swallows
     the cancellation and the loop waits for ever, and a later loop finds a queue it
-    cannot use. Stopping it and dropping its queue lets the next loop start a fresh one.
+    cannot use. Stopping it and dropping its queue lets the next loop start a fresh one;
+    the logging still queued is closed unrun.
     """
     module = sys.modules.get("litellm.litellm_core_utils.logging_worker")
     worker = getattr(module, "GLOBAL_LOGGING_WORKER", None)
@@ -42,6 +43,14 @@ async def release_loop() -> None:
         return
     with contextlib.suppress(Exception):
         await asyncio.wait_for(worker.stop(), 2.0)  # type: ignore[union-attr]
+    queue = getattr(worker, "_queue", None)
+    while queue is not None and not queue.empty():
+        # litellm's own success logging, which the plugin does not read; dropped unclosed,
+        # each would print "coroutine ... was never awaited" into the user's session
+        item = queue.get_nowait()
+        coroutine = item.get("coroutine") if isinstance(item, dict) else item
+        if asyncio.iscoroutine(coroutine):
+            coroutine.close()
     if hasattr(worker, "_queue"):
         worker._queue = None  # type: ignore[union-attr]
 
