@@ -28,7 +28,18 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from judge_cases import HERE, best_threshold, documents, held_out, load, pearson, row
+import judge_reading as reading
+from judge_cases import HERE, best_threshold, documents, held_out, load, row
+from judge_reading import (
+    agreement,
+    answers,
+    labels,
+    report_judge,
+    score_one,
+    split,
+    threshold,
+    verdicts,
+)
 
 from pytest_ragdive.engine.base.models import GeneratedTurn
 from pytest_ragdive.engine.conversation.dialogue import run_blocking
@@ -42,7 +53,6 @@ from pytest_ragdive.engine.profiles.cases import (
     shipped,
     shipped_file,
 )
-from pytest_ragdive.engine.profiles.profile import Profiles
 from pytest_ragdive.engine.roles import mistaken, switching, vague
 from pytest_ragdive.engine.roles.registry import role
 from pytest_ragdive.engine.roles.role import Role
@@ -51,12 +61,9 @@ from pytest_ragdive.llm.cache import ResponseCache
 from pytest_ragdive.llm.client import LLMClient
 from pytest_ragdive.llm.model import Model
 
-EMBEDDED = "embedded/qwen2.5-coder-1.5b"
 MULTI_TURN = ("forgetfulness", "context_retention")
 SECTIONS = ("correctness", "multi_turn", "subject", "ragas", "validator", "premise",
             "clarified")
-#: the model measured (``--model``), whose judge profile gives "the package's" thresholds
-MODEL = Model(EMBEDDED)
 
 
 def role_of(turn: GeneratedTurn) -> Role:
@@ -66,97 +73,6 @@ def role_of(turn: GeneratedTurn) -> Role:
     if turn.readings:
         return vague.ROLE
     return switching.ROLE if turn.topic_shift else role("precise")
-
-
-def threshold(judgement: str) -> float:
-    return Profiles().of(MODEL.name).threshold(judgement)
-
-
-async def answers(client: LLMClient, cases: list[Case], told: bool = True
-                  ) -> tuple[list[list[float]], float]:
-    """P(yes) of each of the judge's questions per case, and the seconds they took; ``told``:
-    the judge is told what the case's document is about (its heading), as the package
-    tells it."""
-    start, out = time.perf_counter(), []
-    for case in cases:
-        asked = case if told else case.model_copy(update={"subject": None})
-        out.append(await calibration.answers(client, MODEL, asked))
-    return out, time.perf_counter() - start
-
-
-def score_one(metric: str, p_yes: float) -> float:
-    """P(score 1) from the judge's P(yes)."""
-    return p_yes if BINARY_JUDGES[metric].yes_scores_one else 1 - p_yes
-
-
-def verdicts(metric: str, probabilities: list[float]) -> list[int]:
-    cut = threshold(metric)
-    return [int((p >= cut) == BINARY_JUDGES[metric].yes_scores_one) for p in probabilities]
-
-
-def labels(cases: list[Case]) -> list[int]:
-    return [int(c.label) for c in cases]
-
-
-def report_judge(metric: str, dev: list[Case], dev_answers: list[list[float]],
-                 seconds: float, heldout: list[Case] | None = None,
-                 heldout_answers: list[list[float]] | None = None,
-                 group: str = "document") -> list[dict[str, Any]]:
-    p_yes = [combine(metric, a) for a in dev_answers]
-    scores = [score_one(metric, p) for p in p_yes]
-    groups = [c.group for c in dev]
-    rows = [row(f"{metric}, threshold {threshold(metric)} (the package's)",
-                verdicts(metric, p_yes), labels(dev), scores, seconds),
-            row(f"{metric}, threshold fitted per held-out {group}",
-                held_out(scores, labels(dev), groups), labels(dev), scores)]
-    if BINARY_JUDGES[metric].per_part:  # what the calls about the key's parts buy
-        whole = [score_one(metric, a[0]) for a in dev_answers]
-        rows.append(row(f"{metric}, the whole key alone (no parts), fitted per held-out {group}",
-                        held_out(whole, labels(dev), groups), labels(dev), whole))
-    elif len(dev_answers[0]) == 2:  # what the second call (negation or answer key) buys
-        second = "answer key" if BINARY_JUDGES[metric].against_key else "negation"
-        asked = [score_one(metric, a[0]) for a in dev_answers]
-        rows.append(row(f"{metric}, the question alone (no {second}), fitted per held-out {group}",
-                        held_out(asked, labels(dev), groups), labels(dev), asked))
-    if heldout is not None and heldout_answers is not None:
-        p_held = [combine(metric, a) for a in heldout_answers]
-        rows.append(row(f"{metric}, threshold {threshold(metric)}, **held-out set**",
-                        verdicts(metric, p_held), labels(heldout),
-                        [score_one(metric, p) for p in p_held]))
-    return rows
-
-
-def agreement(name: str, cases: dict[str, list[Case]],
-              by_metric: dict[str, list[list[float]]]) -> dict[str, Any]:
-    """How often the two multi-turn verdicts disagree ("kept the thread" against
-    "consistent"), against how often the labels do, and the correlation of the scores."""
-    def p_yes(metric: str) -> list[float]:
-        return [combine(metric, a) for a in by_metric[metric]]
-
-    kept = [1 - v for v in verdicts("forgetfulness", p_yes("forgetfulness"))]
-    consistent = verdicts("context_retention", p_yes("context_retention"))
-    labelled = [(1 - int(f.label), int(r.label))
-                for f, r in zip(cases["forgetfulness"], cases["context_retention"], strict=True)]
-    f_scores = [1 - score_one("forgetfulness", p) for p in p_yes("forgetfulness")]
-    r_scores = [score_one("context_retention", p) for p in p_yes("context_retention")]
-    figures = {
-        "set": name, "cases": len(labelled),
-        "verdicts_disagree": sum(k != c for k, c in zip(kept, consistent)),
-        "labels_disagree": sum(k != c for k, c in labelled),
-        "both_right_where_labels_disagree": sum(
-            (k, c) == lab for k, c, lab in zip(kept, consistent, labelled) if lab[0] != lab[1]),
-        "verdict_correlation": round(pearson(kept, consistent), 3),
-        "score_correlation": round(pearson(f_scores, r_scores), 3),
-    }
-    print(f"| {name} | {len(labelled)} | {figures['verdicts_disagree']} "
-          f"| {figures['labels_disagree']} "
-          f"| {figures['both_right_where_labels_disagree']} | {figures['verdict_correlation']:.3f} "
-          f"| {figures['score_correlation']:.3f} |", flush=True)
-    return figures
-
-
-def split(cases: list[Case], held: bool) -> list[Case]:
-    return [c for c in cases if (c.split == "held-out") == held]
 
 
 async def multi_turn(client: LLMClient) -> list[dict[str, Any]]:
@@ -216,12 +132,12 @@ async def ragas_metrics(client: LLMClient) -> list[dict[str, Any]]:
     taken as 1 when it is 1: every claim supported, the context useful, every statement
     of the reference found (a label-0 case has exactly one claim, context or statement
     that fails)."""
-    metrics = RagasMetrics(client, MODEL)
+    metrics = RagasMetrics(client, reading.MODEL)
     rows = []
     for metric in ("faithfulness", "context_precision", "context_recall"):
         cases = shipped([metric])
         start = time.perf_counter()
-        scores = [await calibration.score(client, MODEL, case, metrics) for case in cases]
+        scores = [await calibration.score(client, reading.MODEL, case, metrics) for case in cases]
         got = [0.5 if s is None else s for s in scores]
         ones = [int(s >= calibration.RAGAS_ONE) for s in got]
         rows.append(row(f"{metric} (ragas), score 1", ones, labels(cases), got,
@@ -243,7 +159,7 @@ async def validator_checks(client: LLMClient) -> list[dict[str, Any]]:
         start = time.perf_counter()
         for record in chosen:
             if check in validator.QUESTIONS:
-                p_yes = await calibration.score(client, MODEL, model_cases[record["id"]])
+                p_yes = await calibration.score(client, reading.MODEL, model_cases[record["id"]])
                 passed = p_yes is not None and p_yes >= threshold(f"validator.{check}")
             else:
                 candidate = GeneratedTurn(**record["candidate"])
@@ -334,9 +250,8 @@ async def clarified(client: LLMClient) -> list[dict[str, Any]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    global MODEL
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--model", default=EMBEDDED,
+    parser.add_argument("--model", default=reading.EMBEDDED,
                         help="litellm model name (default: %(default)s)")
     parser.add_argument("--only", action="append", choices=SECTIONS,
                         help="a section to run (repeatable; default: all)")
@@ -346,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="seconds a model call may take (default: %(default)s; a loaded "
                              "machine needs more)")
     args = parser.parse_args(argv)
-    MODEL = Model(args.model)
+    reading.MODEL = Model(args.model)
     client = LLMClient(ResponseCache(Path(args.cache_dir or tempfile.mkdtemp()), "new"),
                        timeout=args.timeout)
     runs = {"correctness": correctness, "multi_turn": multi_turn, "subject": subject,
