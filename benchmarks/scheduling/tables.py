@@ -39,8 +39,8 @@ def probe_lines(base: Config, shape: Structure, p: Mapping[str, Any]) -> list[st
          f"(= {p['one_wall'] / critical:.2f} x critical path), {p['one_calls']} calls, "
          f"{p['one_hits']} cache hits; model calls per turn before the adapter call "
          f"{p['calls_per_turn']} in {p['waves_per_turn']} waves; evaluation waves (calls "
-         f"ending together) "
-         f"{p['eval_waves']} ending {p['eval_wave_ends']} s after the last answer"),
+         f"ending together) {p['eval_waves']} ending {p['eval_wave_ends']} s after the last "
+         f"answer"),
         f"  calls by schema: {p['schemas']}",
     ]
     counted_chain = sum(p["waves_per_turn"]) + len(p["eval_waves"])

@@ -51,7 +51,7 @@ async def release_loop() -> None:
         coroutine = item.get("coroutine") if isinstance(item, dict) else item
         if asyncio.iscoroutine(coroutine):
             coroutine.close()
-    if hasattr(worker, "_queue"):
+    if queue is not None:
         worker._queue = None  # type: ignore[union-attr]
 
 
