@@ -7,7 +7,7 @@ from pathlib import Path
 
 from pytest_ragdive.engine.base.models import Document, GeneratedTurn, RagAnswer, Turn
 from pytest_ragdive.engine.documents.loading import check_unique, load_documents
-from pytest_ragdive.engine.generation.facts import facts, look_alikes, next_fact, shared_kinds
+from pytest_ragdive.engine.generation.facts import counterpart, facts, look_alikes, next_fact
 
 DOC = Document(id="ferry", text=(
     "# Harbour Ferry\n\nThe ferry crosses the estuary in 14 minutes. The Tern carries 300 "
@@ -89,14 +89,30 @@ def load_together(*texts: str) -> list[Document]:
     return check_unique(Document(id=f"d{i}", text=t) for i, t in enumerate(texts))
 
 
-def test_a_fact_of_a_kind_only_its_document_states_is_not_a_shared_kind() -> None:
-    bikes, _, _ = load_together(BIKES, TRAMS, BUSES)
-    # an operator and a fare, which every service states; not the solar panels
-    assert shared_kinds(facts(bikes), bikes) == [
-        "The scheme is operated by the company Pedalwerk under contract.",
-        "A single ride costs 1 mark."]
+def test_a_fact_another_document_states_alike_has_its_counterpart() -> None:
+    bikes, trams, _ = load_together(BIKES, TRAMS, BUSES)
+    # an operator and a fare, which every service states in its own words; not the solar
+    # panels, which only the bikes have
+    assert counterpart("The scheme is operated by the company Pedalwerk under contract.",
+                       bikes) == "The trams are operated by the company Verkehr under contract."
+    assert counterpart("A single ride costs 1 mark.", bikes) == "A single ticket costs 2 marks."
+    assert counterpart("Every station has a solar panel on its roof.", bikes) is None
+    # the subject's own words do not make a kind: "trams" is the trams' subject
+    assert counterpart("The depot at Hallgate repairs old engines.", trams) is None
     (alone,) = load_together(BIKES)
-    assert shared_kinds(facts(alone), alone) == facts(alone)
+    assert counterpart("A single ride costs 1 mark.", alone) is None
+
+
+def test_facts_align_by_their_words_not_by_a_list_of_one_domain() -> None:
+    plans = load_together(
+        "# Basic plan\n\nThe Basic plan includes 5 GB of storage for each user. "
+        "Support answers by email within two days.",
+        "# Team plan\n\nTeam accounts include 50 GB of storage for each user. "
+        "The admin console shows an audit log.",
+    )
+    assert counterpart("The Basic plan includes 5 GB of storage for each user.", plans[0]) == (
+        "Team accounts include 50 GB of storage for each user.")
+    assert counterpart("Support answers by email within two days.", plans[0]) is None
 
 
 def test_a_document_that_repeats_a_sentence_still_has_look_alikes() -> None:
