@@ -8,6 +8,7 @@ from pathlib import Path
 from pytest_ragdive.engine.base.models import Document, GeneratedTurn, RagAnswer, Turn
 from pytest_ragdive.engine.documents.loading import check_unique, load_documents
 from pytest_ragdive.engine.generation.facts import counterpart, facts, look_alikes, next_fact
+from pytest_ragdive.engine.text.english import supporting_sentences
 
 DOC = Document(id="ferry", text=(
     "# Harbour Ferry\n\nThe ferry crosses the estuary in 14 minutes. The Tern carries 300 "
@@ -123,3 +124,38 @@ def test_a_document_that_repeats_a_sentence_still_has_look_alikes() -> None:
     assert len(pool) > len(set(pool))
     assert "The scheme is operated by the company Pedalwerk under contract." in look_alikes(
         pool, bikes)
+
+
+CLINIC = """# Hearing Clinic
+
+## Clinic days
+
+| Day | Open |
+|---|---|
+| Tuesday | 08:30 to 16:30 |
+| Friday | 10:00 to 18:00 |
+
+## Booking
+
+- Book on the Patient Portal under "Hearing"
+- Phone 01632 960 400 and ask for extension 275.
+"""
+
+
+def test_table_rows_and_list_items_are_facts_of_their_own() -> None:
+    assert facts(Document(id="clinic", text=CLINIC)) == [
+        "Day: Tuesday, Open: 08:30 to 16:30.",
+        "Day: Friday, Open: 10:00 to 18:00.",
+        'Book on the Patient Portal under "Hearing".',
+        "Phone 01632 960 400 and ask for extension 275."]
+    # evidence copied from the table as it is written, or from the fact, is found
+    assert supporting_sentences("| Friday | 10:00 to 18:00 |", CLINIC) == [
+        "Day: Friday, Open: 10:00 to 18:00."]
+    assert "Day: Friday, Open: 10:00 to 18:00." in supporting_sentences(
+        "Day: Friday, Open: 10:00 to 18:00.", CLINIC)
+
+
+def test_figures_written_as_words_are_not_a_kind() -> None:
+    days, _ = load_together("# A\n\nSessions are held on three days only.",
+                            "# B\n\nA slot is usually free within three working days.")
+    assert counterpart("Sessions are held on three days only.", days) is None

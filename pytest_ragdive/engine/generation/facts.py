@@ -33,7 +33,15 @@ from dataclasses import dataclass
 
 from ..base.models import Document, DocumentGroup, GeneratedTurn, Turn
 from ..text.answer_keys import subject_of
-from ..text.english import content_words, singular, supporting_sentences, word_weights, words
+from ..text.english import (
+    NUMBER_WORDS,
+    content_words,
+    singular,
+    supporting_sentences,
+    word_weights,
+    words,
+)
+from ..text.markdown import prose
 
 _CLAUSE = re.compile(r"(?<=[.!?])\s+|;\s+")
 _LOWER = re.compile(r"(?<![\w'-])[a-z][a-z'-]*")
@@ -58,7 +66,7 @@ def facts(document: Document) -> list[str]:
 @functools.lru_cache(maxsize=64)
 def _facts(text: str) -> tuple[str, ...]:
     """:func:`facts` of a document's text, kept: it is asked at every attempt of a turn."""
-    lines = [line for line in text.splitlines() if not line.lstrip().startswith("#")]
+    lines = [line for line in prose(text).splitlines() if not line.lstrip().startswith("#")]
     every = [c.strip() for c in _CLAUSE.split(" ".join(lines)) if len(words(c)) >= 4]
     if len(every) <= MOST_FACTS:
         return tuple(every)
@@ -93,6 +101,7 @@ def used_facts(every: Sequence[str], history: Sequence[Turn], document: Document
 
 def _kind_words(text: str, leave_out: AbstractSet[str] = frozenset()) -> set[str]:
     lower = " ".join(_LOWER.findall(text))  # a name or a figure is what a question asks for
+    leave_out = leave_out | NUMBER_WORDS
     return {singular(w) for w in content_words(lower)} - leave_out
 
 
