@@ -50,6 +50,8 @@ class Runs:
         self._test_confirms: dict[str, bool] = {}
         #: test function (test-wide) or node id -> the confirmation runs it draws
         self._added: dict[str, int] = {}
+        #: the ids of the documents talked about that are not in English
+        self.not_english: set[str] = set()
 
     def fixture_scope(self, name: str, scope: str) -> None:
         self._scopes[name] = scope
@@ -92,10 +94,14 @@ class Runs:
             later: Sequence[pytest.Item], documents: int) -> Dialogue:
         """The first dialogue of ``item`` (settings ``chosen``), once all its runs ended;
         ``later``: the items of the same test that run after it, of ``documents`` collected."""
+        from ..engine.base.models import DocumentGroup
+        from ..engine.text.english import is_english
         from .profiling import judged
 
         judges = self.judges(judges)
         settings = judged(chosen, judges, self.options.profiles(), self.notes)
+        self.not_english.update(d.id for d in DocumentGroup.of(document).documents
+                                if not is_english(d.text))
         first = self.options.get("seed")
         seeds = range(first, first + (settings.runs if self.update else 1))
         confirming = not self.update and self.options.get("verdict") == "permutation"

@@ -30,6 +30,7 @@ class WorkerOutput(Collected):
     """What an xdist worker sends the controller (``workeroutput``, plain data)."""
 
     notes: list[str]
+    not_english: list[str]
     results: dict[str, dict[str, Any]]  # node id -> ItemResult as JSON
 
 
@@ -182,6 +183,7 @@ class RagdiveSession:
         """What a worker sends the xdist controller, as plain data: its items' results as
         JSON (read back by :meth:`merge`), its collection and its notes."""
         return {**self.collection.output(), "notes": sorted(self.notes),
+                "not_english": sorted(self.runs.not_english),
                 "results": {n: r.model_dump(mode="json") for n, r in self.results.items()}}
 
     def merge(self, output: WorkerOutput) -> None:
@@ -191,6 +193,7 @@ class RagdiveSession:
         self.results.update({n: ItemResult.model_validate(r)
                              for n, r in output["results"].items()})
         self.notes.update(output["notes"])
+        self.runs.not_english.update(output["not_english"])
         self.collection.merge(output)
 
     def judge(self) -> list[pytest.TestReport]:
@@ -259,6 +262,13 @@ class RagdiveSession:
             self.notes.add(f"ragdive report written to {target}")
 
     def summary(self, reporter: Any) -> None:
+        if self.runs.not_english:
+            from ..engine.validation.validator import ENGLISH_ONLY
+
+            names = ", ".join(sorted(self.runs.not_english))
+            self.notes.add(f"{len(self.runs.not_english)} document(s) not in English: {names}; "
+                           f"the exact checks that read English ({', '.join(sorted(ENGLISH_ONLY))}) "
+                           f"were not applied to them, and their follow-ups were not rewritten")
         if not self.results and not self.unused and not self.notes:
             return
         from .report import write_summary

@@ -11,6 +11,7 @@ from ...llm.model import Model
 from ..base.models import Document, DocumentGroup, GeneratedTurn, Turn
 from ..base.templates import history_view, render
 from ..profiles.profile import rewrites
+from ..text.english import is_english
 from .facts import Asked, counterpart
 from .follow_ups import follow_up, said_before, unnamed
 
@@ -105,7 +106,9 @@ async def generate_turn(
                     feedback=feedback, **_about(group, plan.asked))
     nxt = await client.structured(model, [{"role": "user", "content": prompt}], NextQuestion,
                                   temperature=temperature, seed=seed)
-    turn = _follow_up(nxt, plan, group, history, rewrites(model))
+    # the rewriting puts English pronouns: a document in another language keeps the model's
+    english = all(is_english(d.text) for d in group.documents)
+    turn = _follow_up(nxt, plan, group, history, rewrites(model) and english)
     return role.finish(turn, plan, nxt.standalone_question, group, history, seed)
 
 

@@ -30,6 +30,18 @@ NUMBER_WORDS = frozenset(
 )
 
 
+#: the least share of a text's words that are :data:`STOPWORDS` for it to be read as English
+ENGLISH_SHARE = 0.12
+
+
+@functools.lru_cache(maxsize=256)
+def is_english(text: str) -> bool:
+    """Whether ``text`` reads as English to these heuristics: English prose has about three times
+    :data:`ENGLISH_SHARE` of its words among the stop words, German or French far less."""
+    every = [w for w in words(text) if w and not w.isdigit()]
+    return not every or sum(w in STOPWORDS for w in every) >= ENGLISH_SHARE * len(every)
+
+
 def words(text: str) -> list[str]:
     return [w.lower().strip("'-") for w in _WORD.findall(text)]
 

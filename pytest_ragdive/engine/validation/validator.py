@@ -32,6 +32,7 @@ from ..base.models import (
 from ..base.templates import history_view, render
 from ..generation import follow_ups
 from ..profiles import profile as profiles
+from ..text.english import is_english
 from . import checks, conversation, sources
 
 if TYPE_CHECKING:
@@ -78,6 +79,13 @@ QUESTIONS: dict[str, tuple[str, str]] = {
 }
 #: the checks that apply to turn 1 (it has no conversation to lean on)
 FIRST_TURN = ("evidence_in_source", "reads_naturally", "answer_supported")
+#: the exact checks that read English words: not applied to a document in another language
+ENGLISH_ONLY = frozenset(["names_its_topic", "refers_back", "asks_its_fact", "needs_conversation"])
+
+
+def english(group: DocumentGroup) -> bool:
+    """Whether every document of ``group`` reads as English (:func:`~..text.english.is_english`)."""
+    return all(is_english(d.text) for d in group.documents)
 
 
 def model_checks(model: Model, setting: str) -> dict[str, float]:
@@ -97,12 +105,13 @@ def exact_verdict(candidate: GeneratedTurn, document: Document | DocumentGroup,
     real user's first message (``opener``) is taken as it was written, naming what it
     names."""
     group = DocumentGroup.of(document)
-    skipped = role.skips(candidate)
+    skipped = role.skips(candidate) | (frozenset() if english(group) else ENGLISH_ONLY)
     found: dict[str, str | None] = {}
     if "evidence_in_source" not in skipped:
         found["evidence_in_source"] = sources.evidence_check(candidate, group)
     found["reads_naturally"] = checks.mentions_source(candidate)
-    if not history and len(group.documents) == 1 and not opener:
+    if (not history and len(group.documents) == 1 and not opener
+            and "names_its_topic" not in skipped):
         found["names_its_topic"] = conversation.names_its_topic(candidate.standalone_question,
                                                               group.documents[0])
     if candidate.question_type == "cross_document":
