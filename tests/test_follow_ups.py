@@ -259,8 +259,3 @@ def test_a_one_word_name_names_its_topic_though_another_document_mentions_it() -
     assert names_its_topic("How do I install it with pip?", kestrel) is not None
     assert names_its_topic("What does it log?", relay) is not None
 
-
-def test_a_heading_below_the_title_is_not_the_subject() -> None:
-    assert Document(id="k", text="# Kestrel\n\n## Installation\n\nText.").subject == "Kestrel"
-    assert Document(id="k", text="Kestrel is a server.\n\n## Installation\n\nText.").subject is None
-    assert Document(id="k", text="## Kestrel\n\nKestrel is a server.").subject == "Kestrel"
