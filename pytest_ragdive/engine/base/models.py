@@ -111,6 +111,10 @@ class GeneratedTurn(_Model):
     readings: list[str] = Field(default_factory=list, description="The document's facts that "
                                 "answer the message with different figures (role vague): it "
                                 "does not say which one it means.")
+    model_message: str = Field(
+        default="", description="The generator model's own message where the plugin sent "
+        "another (rewritten to lean on the conversation, as the model's profile asks); empty "
+        "where the model's own was sent.")
     topic_shift: Literal["", "switch", "return"] = Field(
         default="", description="In role switching (a group of documents): 'switch' when the "
         "turn moves to another document than turn 1's, asking a question that names it; "

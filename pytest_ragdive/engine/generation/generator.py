@@ -181,7 +181,8 @@ def _follow_up(nxt: NextQuestion, plan: Plan, group: DocumentGroup, history: lis
         message = unnamed(message, said, group.documents[0])
     turn = GeneratedTurn(**{**nxt.model_dump(), "rag_input": message,
                             "standalone_question": standalone,
-                            "evidence": "\n".join(plan.asked.facts)})
+                            "evidence": "\n".join(plan.asked.facts),
+                            "model_message": nxt.rag_input if message != nxt.rag_input else ""})
     if many:
         crossing = {"question_type": "cross_document"} if len(plan.asked.sources) > 1 else {}
         turn = turn.model_copy(update={"source": "+".join(plan.asked.sources), **crossing})
