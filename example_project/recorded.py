@@ -1,12 +1,15 @@
-"""What the example's committed recordings hold: the documents with a baseline band, and the
-live checks at seeds the bands were not recorded with.
+"""What the examples' committed recordings hold: the documents with a baseline band, and the
+live checks at seeds the bands were not recorded with. CityGuide (this folder) and the
+Alderbank clinic (``../example_clinic``) share the bot (``ragbot.py``) and its variants.
 
 ``tests/test_example.py`` replays every check and asserts its verdict; ``benchmarks/gate.py``
-tabulates them; the other benchmarks read the suite's documents from here.
+tabulates them; the other benchmarks read the suites' documents from here.
 """
 
 from __future__ import annotations
 
+import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -69,14 +72,49 @@ CHECKS: list[Check] = [
 ]
 
 
+@dataclass(frozen=True)
+class Example:
+    """One example project: its folder, its test function and its committed checks."""
+
+    name: str
+    folder: Path
+    test: str  # the test function, in the module ``test_<name>.py``
+    checks: list[Check] = field(default_factory=list)
+
+    @property
+    def bands(self) -> Path:
+        return self.folder / "__ragdive__" / f"test_{self.name}"
+
+    def documents(self) -> list[str]:
+        """The ids of the documents the suite talks about: those with a band file."""
+        prefix = f"{self.test}["
+        return sorted(p.name[len(prefix):-len("].json")]
+                      for p in self.bands.glob(f"{self.test}[[]*].json"))
+
+    def bot(self, client: Any) -> Any:
+        """The example's bot (a RagBot) over ``client``."""
+        if self.name == "clinic":
+            sys.path.insert(0, str(self.folder))
+            from clinicbot import clinic_bot
+
+            return clinic_bot(client)
+        from ragbot import RagBot
+
+        return RagBot(client=client)
+
+
+CITYGUIDE = Example("cityguide", HERE, "test_cityguide_bot", CHECKS)
+CLINIC = Example("clinic", HERE.parent / "example_clinic", "test_clinic_bot")
+EXAMPLES = {e.name: e for e in (CITYGUIDE, CLINIC)}
+
+
 def documents() -> list[str]:
-    """The ids of the documents the suite talks about: those with a band file."""
-    prefix = "test_cityguide_bot["
-    return sorted(p.name[len(prefix):-len("].json")] for p in BANDS.glob("test_cityguide_bot[[]*].json"))
+    """The ids of the documents CityGuide's suite talks about."""
+    return CITYGUIDE.documents()
 
 
 def replayed(bot: Any, client: Any, seed: int, items: list[Any] | None = None,
-             **options: Any) -> list[Any]:
+             example: Example = CITYGUIDE, **options: Any) -> list[Any]:
     """The suite's dialogues at ``seed`` with ``bot`` (a RagBot), held as the suite holds
     them (pytest.ini and the marker: 3 turns, role precise, validation once, 4
     regenerations, its timeouts), through ``client``: from its cache when the recording has them.
@@ -87,8 +125,9 @@ def replayed(bot: Any, client: Any, seed: int, items: list[Any] | None = None,
     from pytest_ragdive.engine.conversation.dialogue import run_blocking
 
     if items is None:
-        items = [DocumentGroup.of(d) for d in ragdive.load_documents(str(HERE / "kb" / "*.md"))
-                 if d.id in documents()]
+        kb = example.folder / "kb" / "*.md"
+        items = [DocumentGroup.of(d) for d in ragdive.load_documents(str(kb))
+                 if d.id in example.documents()]
     held = {"turns": 3, "role": "precise", "validation": "once", "max_regenerations": 4,
             "adapter_timeout": 1800, "dialogue_timeout": 7200, **options}
     return run_blocking(ragdive.arun_dialogues(
