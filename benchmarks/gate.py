@@ -1,8 +1,9 @@
-"""The gate's operating characteristic on the example: how often a session exits non-zero.
+"""The gate's operating characteristic on the examples: how often a session exits non-zero.
 
     python benchmarks/gate.py            # every committed session, both rules (about 10 min)
-    python benchmarks/gate.py --rules permutation --variants accepted
+    python benchmarks/gate.py --rules permutation --variants accepted --examples clinic
     python benchmarks/gate.py --record reworded 100 --paired   # a new check, live (20-40 min)
+    python benchmarks/gate.py --record "history none" 100 --example clinic
     python benchmarks/gate.py --sizing [__ragdive__/test_bot]   # documents a change needs
     python benchmarks/gate.py --markdown benchmarks/results/gate.md --fill README.md
 
@@ -10,7 +11,8 @@
 ``--fill DOC ...`` puts it into each DOC's ``<!-- example-gate-table -->`` block
 (``tests/test_docs.py`` checks that the README's block is the file's table).
 
-Each session is ``pytest -m ragdive`` in a copy of ``example_project/`` at one seed the
+Each session is ``pytest -m ragdive`` in a copy of an example (CityGuide, ``example_project/``,
+or the clinic, ``example_clinic/``, listed in ``example_project/recorded.py``) at one seed the
 committed bands were not recorded with, replayed from the committed response cache (no
 model call: a miss is an error, reported as "not recorded"), once per verdict rule. An
 unpaired check is judged against the committed bands (seeds 0-2); a paired one against bands
@@ -42,11 +44,12 @@ import numpy as np
 EXAMPLE = Path(__file__).resolve().parents[1] / "example_project"
 sys.path.insert(0, str(EXAMPLE))
 
-from recorded import BANDS, CHECKS, UNSEEN, VARIANTS, Check
+from recorded import BANDS, EXAMPLES, UNSEEN, VARIANTS, Check, Example
 
 
 @dataclass(frozen=True)
 class Session:
+    example: str
     variant: str
     seed: int
     select: str | None
@@ -59,27 +62,35 @@ class Session:
     recorded: bool
 
 
-def _pytest(cwd: Path, seed: int, env: dict[str, str], *args: str, mode: str = "none",
-            ) -> subprocess.CompletedProcess[str]:
+def _pytest(example: Example, cwd: Path, seed: int, env: dict[str, str], *args: str,
+            mode: str = "none") -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-m", "ragdive", "-p", "no:xdist",
-         f"--ragdive-record-mode={mode}", f"--ragdive-cache-dir={EXAMPLE / UNSEEN}",
+         f"--ragdive-record-mode={mode}", f"--ragdive-cache-dir={example.folder / UNSEEN}",
          f"--ragdive-seed={seed}", *args],
         cwd=cwd, env={**os.environ, **env}, capture_output=True, text=True, check=False)
 
 
-def replay(check: Check, rule: str, mode: str = "none") -> Session:
-    """One session of ``check`` under ``rule``, in a copy of the example (a paired check
+def copy(example: Example, tmp: Path) -> Path:
+    """A copy of ``example``'s folder in ``tmp`` beside one of CityGuide's, whose bot every
+    example imports; no response cache (the session reads the committed one)."""
+    ignore = shutil.ignore_patterns(".ragdive", "__pycache__")
+    for folder in {EXAMPLE, example.folder}:
+        shutil.copytree(folder, tmp / folder.name, ignore=ignore)
+    return tmp / example.folder.name
+
+
+def replay(example: Example, check: Check, rule: str, mode: str = "none") -> Session:
+    """One session of ``check`` under ``rule``, in a copy of ``example`` (a paired check
     first records its bands there from the accepted bot's runs at the check's seeds).
     ``mode="new"`` makes it live: what the committed cache lacks is asked of the models and
     recorded there."""
     with tempfile.TemporaryDirectory() as tmp:
-        project = Path(tmp) / "example"
-        shutil.copytree(EXAMPLE, project, ignore=shutil.ignore_patterns(".ragdive", "__pycache__"))
+        project = copy(example, Path(tmp))
         if check.paired:
-            _pytest(project, check.seed, {}, "--ragdive-update", mode=mode)
+            _pytest(example, project, check.seed, {}, "--ragdive-update", mode=mode)
         out = Path(tmp) / "run.json"
-        done = _pytest(project, check.seed, VARIANTS[check.variant],
+        done = _pytest(example, project, check.seed, VARIANTS[check.variant],
                        f"--ragdive-verdict={rule}", f"--ragdive-json={out}",
                        *(("-k", check.select) if check.select else ()), mode=mode)
         if mode != "none":
@@ -96,7 +107,8 @@ def replay(check: Check, rule: str, mode: str = "none") -> Session:
             worse |= {m["name"] for i in test["items"] for m in i["metrics"]
                       if m["verdict"] == "worse"}
         runs += [i["runs"] for i in test["items"]]
-    return Session(check.variant, check.seed, check.select, check.paired, rule, done.returncode,
+    return Session(example.name, check.variant, check.seed, check.select, check.paired, rule,
+                   done.returncode,
                    tuple(sorted(worse)), status, sum(runs) / len(runs) if runs else 0.0,
                    recorded)
 
@@ -111,14 +123,15 @@ def wilson(hits: int, n: int, z: float = 1.959964) -> tuple[float, float]:
 
 
 def table(sessions: list[Session]) -> str:
-    lines = [("| variant | documents | baseline | rule | sessions that fail [95% CI] | through | "
-              "inconclusive | candidate runs per document | seeds |"),
-             "|---|---|---|---|---|---|---|---|---|"]
-    keys = sorted({(s.variant, s.select or "", s.paired, s.rule) for s in sessions},
-                  key=lambda k: (list(VARIANTS).index(k[0]), k[1], k[2], k[3]))
-    for variant, select, paired, rule in keys:
+    lines = [("| example | variant | documents | baseline | rule | sessions that fail [95% CI] | "
+              "through | inconclusive | candidate runs per document | seeds |"),
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    keys = sorted({(s.example, s.variant, s.select or "", s.paired, s.rule) for s in sessions},
+                  key=lambda k: (list(EXAMPLES).index(k[0]), list(VARIANTS).index(k[1]), *k[2:]))
+    for key in keys:
+        name, variant, select, paired, rule = key
         mine = [s for s in sessions if s.recorded
-                and (s.variant, s.select or "", s.paired, s.rule) == (variant, select, paired, rule)]
+                and (s.example, s.variant, s.select or "", s.paired, s.rule) == key]
         failed = [s for s in mine if s.exit_code != 0]
         lo, hi = wilson(len(failed), len(mine))
         through: dict[str, int] = {}
@@ -129,13 +142,13 @@ def table(sessions: list[Session]) -> str:
         inconclusive = sum(s.status == "inconclusive" for s in mine)
         runs = sum(s.runs for s in mine) / len(mine) if mine else 0.0
         lines.append(
-            f"| {variant} | {select or 'all'} | "
+            f"| {name} | {variant} | {select or 'all'} | "
             f"{'at the seeds: paired' if paired else 'seeds 0-2: unpaired'} | {rule} | "
             f"{len(failed)} of {len(mine)} "
             f"[{100 * lo:.0f}%, {100 * hi:.0f}%] | {named or '-'} | "
             f"{inconclusive if rule == 'permutation' else '-'} | {runs:.2f} | "
             f"{', '.join(_seed(s) for s in mine)} |")
-    missing = [f"{s.variant} {s.seed}" for s in sessions if not s.recorded]
+    missing = [f"{s.example} {s.variant} {s.seed}" for s in sessions if not s.recorded]
     if missing:
         lines.append(f"\nnot recorded (left out): {', '.join(sorted(set(missing)))}")
     return "\n".join(lines)
@@ -209,9 +222,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rules", nargs="+", default=["permutation", "band"],
                         choices=["permutation", "band"])
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
+    parser.add_argument("--examples", nargs="+", default=list(EXAMPLES), choices=list(EXAMPLES))
     parser.add_argument("--record", nargs=2, metavar=("VARIANT", "SEED"),
-                        help="hold a new check live on all documents (then list it in "
-                             "example_project/recorded.py)")
+                        help="hold a new check live on all documents of --example (then list "
+                             "it in example_project/recorded.py)")
+    parser.add_argument("--example", default="cityguide", choices=list(EXAMPLES),
+                        help="with --record: the example")
     parser.add_argument("--paired", action="store_true",
                         help="with --record: against bands of the accepted bot at its seeds")
     parser.add_argument("--sizing", nargs="?", const=BANDS, type=Path, metavar="FOLDER",
@@ -233,19 +249,22 @@ def main(argv: list[str] | None = None) -> int:
         variant, seed = args.record
         if variant not in VARIANTS:
             parser.error(f"unknown variant {variant!r}: one of {', '.join(VARIANTS)}")
-        session = replay(Check(variant, int(seed), None, "", None, args.paired),
+        session = replay(EXAMPLES[args.example],
+                         Check(variant, int(seed), None, "", None, args.paired),
                          "permutation", mode="new")
-        print(f"{variant} seed {seed}: exit {session.exit_code}, {session.status}, "
+        print(f"{args.example} {variant} seed {seed}: exit {session.exit_code}, {session.status}, "
               f"worse: {', '.join(session.worse) or '-'}, {session.runs:.2f} runs per document")
         return 0
     start = time.perf_counter()
     sessions = []
-    for check in (c for c in CHECKS if c.variant in args.variants):
+    checks = [(EXAMPLES[name], check) for name in args.examples
+              for check in EXAMPLES[name].checks if check.variant in args.variants]
+    for example, check in checks:
         for rule in args.rules:
-            session = replay(check, rule)
+            session = replay(example, check, rule)
             sessions.append(session)
             note = "" if session.recorded else " (not recorded)"
-            print(f"{check.variant} seed {check.seed} {check.select or 'all'}"
+            print(f"{example.name} {check.variant} seed {check.seed} {check.select or 'all'}"
                   f"{' paired' if check.paired else ''} {rule}: exit "
                   f"{session.exit_code} {'/'.join(session.worse)}{note}",
                   file=sys.stderr, flush=True)
