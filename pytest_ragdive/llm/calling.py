@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from . import providers
+from . import provider_params, providers
 from .cache import describe
 from .errors import (
     RETRIED_4XX,
@@ -25,11 +25,12 @@ from .secrets import mask
 
 async def attempt(request: dict[str, Any], model: Model, timeout: float) -> dict[str, Any]:
     """One attempt at ``request``: the reply as the cache keeps it, or the error. The
-    caller retries a :class:`Transient` one. No local holds a credential: ``--showlocals``
-    prints the locals of this frame."""
-    request = {k: v for k, v in request.items() if k != "server"}
+    caller retries a :class:`Transient` one; what the provider refuses is left out of what is
+    sent (``provider_params``), not of the cache key. No local holds a credential:
+    ``--showlocals`` prints the locals of this frame."""
     litellm = import_litellm()
     providers.ensure_registered(model.name)
+    request = provider_params.fitted({k: v for k, v in request.items() if k != "server"}, model)
     transient = (
         litellm.RateLimitError,
         litellm.APIConnectionError,
