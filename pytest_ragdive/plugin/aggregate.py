@@ -8,9 +8,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 from statistics import fmean
+from typing import Literal
 
+from ..engine.base.metrics import METRICS
 from . import bands
-from .records import UNUSABLE, BandDoc, FunctionResult, ItemResult, Rule, Status
+from .records import (UNUSABLE, BandDoc, FunctionResult, ItemResult, Limit, ProducedBy, Rule,
+                      Status)
 
 
 def evaluate(
@@ -23,8 +26,8 @@ def evaluate(
     verdict: Rule = "band",
     alpha: float = 0.05,
 ) -> tuple[list[FunctionResult], dict[Path, BandDoc]]:
-    """One row per test function that ran (its means, band, verdict and status), and on
-    update the aggregate bands to write."""
+    """One row per test function that ran (its means, band, verdict, status, and floors and
+    ceilings held), and on update the aggregate bands to write."""
     rows: list[FunctionResult] = []
     to_write: dict[Path, BandDoc] = {}
     for function, nodeids in chosen.items():
@@ -35,6 +38,8 @@ def evaluate(
                              means=_means([r.scores for r in ran]), rule=verdict,
                              location=ran[0].location)
         rows.append(row)
+        # beside the baseline's verdict, on the same means: failing in a check only
+        row.limits = held(row.means, ran[0], enforced=not update)
         path = Path(ran[0].aggregate_file or "")
         recorded = _aggregate(row, ran, path, margin, update,
                               complete=sorted(nodeids) == sorted(all_items.get(function, []))
@@ -56,6 +61,16 @@ def evaluate(
         if damage:  # whatever the rule and the documents that ran: a damaged file is refused
             row.status, row.note = Status.REGRESSED, damage
     return rows, to_write
+
+
+def held(means: Mapping[str, float], result: ItemResult, *, enforced: bool) -> list[Limit]:
+    """The floors and ceilings of ``result``'s test function with the ``means`` held to them
+    (``enforced``: in a check, where one not met fails the test's verdict)."""
+    kinds: list[tuple[Literal["floor", "ceiling"], dict[str, float]]] = [
+        ("floor", result.floors), ("ceiling", result.ceilings)]
+    return [Limit(metric=metric, kind=kind, bound=bound, mean=means.get(metric),
+                  enforced=enforced)
+            for kind, bounds in kinds for metric, bound in bounds.items()]
 
 
 def _aggregate(row: FunctionResult, ran: list[ItemResult], path: Path, margin: float,
@@ -131,13 +146,19 @@ def _means(scores: list[dict[str, float]]) -> dict[str, float]:
 
 def _band(ran: list[ItemResult]) -> BandDoc:
     """The band of the mean over documents of one run each: as many runs as every document
-    has for the metric (a run a judge could not score is left out of its document's)."""
-    metrics = sorted(ran[0].runs)
-    values = {m: [fmean(r.runs[m][i] for r in ran)
-                  for i in range(min(len(r.runs[m]) for r in ran))] for m in metrics}
+    has for the metric (a run a judge could not score is left out of its document's); a
+    metric that some documents' runs could not score at all (:mod:`.applicable`), over the
+    others, as a check's mean is."""
+    metrics = sorted({m for r in ran for m in r.runs})
+    having = {m: [r for r in ran if m in r.runs] for m in metrics}
+    values = {m: [fmean(r.runs[m][i] for r in having[m])
+                  for i in range(min(len(r.runs[m]) for r in having[m]))] for m in metrics}
     produced = ran[0].produced_by
     assert produced is not None  # every item of an update was recorded
-    return bands.band(values, produced.model_copy(update={"documents": len(ran)}))
+    given = produced.model_dump(exclude={"turns_held"}) | {"documents": len(ran)}
+    if set(produced.metrics) != set(metrics):
+        given["metrics"] = [m for m in METRICS if m in values]
+    return bands.band(values, ProducedBy.model_validate(given))
 
 
 def complete_updates(

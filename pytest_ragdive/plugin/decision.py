@@ -88,7 +88,15 @@ def _design(documents: int, collected: int, runs: list[int], verdicts: list[Metr
 
 
 def describe(row: FunctionResult) -> str:
-    """The verdict as text: a line per metric, then where to look."""
+    """The verdict as text: the floors and ceilings missed first (the first line is what a
+    failure is summed up by), then the baseline's verdict, then those met."""
+    missed = [limit.describe() for limit in row.missed]
+    met = [f"  {limit.describe()}" for limit in row.limits if not limit.failed]
+    return "\n".join([*missed, _against_baseline(row), *met])
+
+
+def _against_baseline(row: FunctionResult) -> str:
+    """The baseline's verdict as text: a line per metric, then where to look."""
     if row.rule == "band":
         worse = [m for m, w in row.deviations if w]
         lines = [f"aggregate band (the mean over {row.documents} documents): {row.status}"]
@@ -116,15 +124,18 @@ def describe(row: FunctionResult) -> str:
 
 def report(row: FunctionResult) -> pytest.TestReport | None:
     """The test function's report, or None when nothing was decided (only some of its
-    documents ran under the band verdict, or none had a usable band)."""
-    if row.status in (Status.SKIPPED, Status.RECORDED):
+    documents ran under the band verdict, or none had a usable band) and no floor or
+    ceiling failed. It fails when the baseline's verdict or a floor or ceiling does."""
+    if row.status in (Status.SKIPPED, Status.RECORDED) and not row.missed:
         return None
     function = row.function
     path, line, name = row.location or (function.split("::", 1)[0], None,
                                         function.rsplit("::", 1)[-1])
-    failed = row.status == Status.REGRESSED
+    failed = row.status == Status.REGRESSED or bool(row.missed)
     text = describe(row)
     properties = [(f"ragdive.verdict.{v.metric}", v.verdict) for v in row.verdicts]
+    properties += [(f"ragdive.{limit.kind}.{limit.metric}", limit.describe())
+                   for limit in row.limits]
     return pytest.TestReport(
         nodeid=function, location=(path, line, name), keywords={name: 1},
         outcome="failed" if failed else "passed", longrepr=text if failed else None,

@@ -43,7 +43,8 @@ def check_dialogue(
     could not read) is missing evidence, not evidence: it is left out of that metric's band
     or test and said; on update, some run must have scored it. So is a run that is one of
     several (a baseline or confirmation run) whose generator wrote no acceptable turn. A
-    metric left unscored by the bot (no contexts to judge) fails the item."""
+    metric left unscored by the bot (no contexts to judge) fails the item, unless no turn had
+    contexts and the settings left it out (:mod:`.applicable`)."""
     first = dialogues[0]
     record = _result(item, settings, judges, dialogues, aggregate_file)
     if keep_dialogue:  # for the report, also from xdist workers
@@ -95,6 +96,11 @@ def _result(item: pytest.Item, settings: ItemSettings, judges: Judges,
         confirm_runs=settings.confirm_runs,
         role=settings.role,
         status=Status.ERROR,
+        # given only where set, so that a record without them reads as before
+        **{name: dict(bounds) for name, bounds in (("floors", settings.floors),
+                                                   ("ceilings", settings.ceilings)) if bounds},
+        **({"no_contexts": list(settings.no_contexts)} if settings.no_contexts else {}),
+        **({"turns_held": settings.turns_held} if settings.turns_held is not None else {}),
     )
 
 
@@ -136,7 +142,8 @@ def produced_by(settings: ItemSettings, judges: dict[str, str],
                 group: bool = False) -> ProducedBy:
     """What a band must have been recorded with to judge an item of these settings (``group``:
     about a group of documents): the settings, the judges and their profiles, the package's
-    prompts (by digest) and the openers, where there are any, by their number and digest."""
+    prompts (by digest) and the openers, where there are any, by their number and digest;
+    and the turns its runs held, where its document ran out of facts."""
     produced: dict[str, object] = {"turns": settings.turns, "role": settings.role,
                                 "metrics": list(settings.metrics), "judges": judges,
                                 "prompts": prompts_digest(settings.role,
@@ -147,6 +154,8 @@ def produced_by(settings: ItemSettings, judges: dict[str, str],
         digest = hashlib.sha256("\n".join(
             f"{o.document or ''}\t{o.message}" for o in settings.openers).encode()).hexdigest()
         produced["openers"] = f"{len(settings.openers)} messages, sha256 {digest[:12]}"
+    if settings.turns_held is not None:
+        produced["turns_held"] = settings.turns_held
     return ProducedBy.model_validate(produced)
 
 

@@ -2,10 +2,10 @@
 (``$GITHUB_STEP_SUMMARY``) or a pull-request comment.
 
 Per test function: its verdict, a row per metric (verdict, change, p-value, mean against the
-aggregate band), then the places to look: the items whose first run left their band, with
-the turn and the judge's reason, and the items that failed. Text that came from a model, a
-document or the bot goes into fenced blocks, so it renders as text, never as Markdown or
-HTML; a long run is cut to fit a comment and says where the rest is.
+aggregate band), its floors and ceilings, then the places to look: the items whose first run
+left their band, with the turn and the judge's reason, and the items that failed. Text that
+came from a model, a document or the bot goes into fenced blocks, so it renders as text, never
+as Markdown or HTML; a long run is cut to fit a comment and says where the rest is.
 """
 
 from __future__ import annotations
@@ -60,16 +60,34 @@ def _overview(tests: list[TestRecord]) -> str:
     for test in tests:
         status = _status(test)
         failed = sum(i.failed for i in test.items)
-        rows.append(f"| {_code(test.key)} | {_MARK.get(status, '')} {status} | "
+        mark = "❌" if _missed(test) else _MARK.get(status, "")
+        rows.append(f"| {_code(test.key)} | {mark} {status} | "
                     f"{len(test.items)} of {len(test.collected) or len(test.items)} | "
                     f"{failed} |")
     return "\n".join(rows)
 
 
 def _status(test: TestRecord) -> str:
-    if test.status:
-        return test.status
-    return "failed" if test.failed else "passed"
+    status = test.status or ("failed" if test.failed else "passed")
+    missed = _missed(test)
+    if missed:  # beside the baseline's verdict, which may have passed
+        return f"{', '.join(missed)} (baseline: {status})"
+    return status
+
+
+def _missed(test: TestRecord) -> list[str]:
+    """The floors and ceilings that failed the test: "correctness below its floor"."""
+    return [f"{m.metric} {m.outcome} its {m.kind}" for m in test.limits if m.failed]
+
+
+def _limits(test: TestRecord) -> str:
+    """Its floors and ceilings, each with the mean held to it."""
+    if not test.limits:
+        return ""
+    lines = [f"- {'❌' if m.failed else '✅' if m.met else '⚠️'} {_cell(m.describe())}"
+             + ("" if m.met or m.failed else " (an update: recorded all the same)")
+             for m in test.limits]
+    return "Floors and ceilings (absolute, on the mean over its documents):\n" + "\n".join(lines)
 
 
 def _test(test: TestRecord) -> str:
@@ -83,6 +101,8 @@ def _test(test: TestRecord) -> str:
            if v.verdict != "not worse"]
     if why:
         lines.append("\n".join(why))
+    if test.limits:
+        lines.append(_limits(test))
     if test.note:
         lines.append(_fence([test.note]))
     places = _places(test.items)

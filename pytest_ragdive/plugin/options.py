@@ -61,6 +61,13 @@ class ItemSettings:
     #: the judge models' profiles (:meth:`.Profile.record`), by model label: what a band
     #: records of them
     profiles: tuple[tuple[str, str], ...] = ()
+    #: (metric, bound): the least mean (floors) or the greatest (ceilings) of its test function
+    floors: tuple[tuple[str, float], ...] = ()
+    ceilings: tuple[tuple[str, float], ...] = ()
+    #: fitted to its runs (:mod:`.applicable`): the context metrics left out because the bot
+    #: returned no contexts, and the fewest turns a run held where its document ran out of facts
+    no_contexts: tuple[str, ...] = ()
+    turns_held: int | None = None
 
     def judged_by(self, judges: dict[str, str], evaluator: str,
                   profiles: Profiles) -> ItemSettings:
@@ -147,9 +154,27 @@ class Options:
                                 validator_checks=pick("validator_checks"), runs=pick("runs"),
                                 confirm_runs=pick("confirm_runs"),
                                 confirm_scope=pick("confirm_scope"), metrics_chosen=bool(chosen),
-                                openers=self._openers(marker_kwargs, where, module_dir, rootdir))
+                                openers=self._openers(marker_kwargs, where, module_dir, rootdir),
+                                floors=self._limits("floors", marker_kwargs, metrics, where),
+                                ceilings=self._limits("ceilings", marker_kwargs, metrics, where))
         except SettingError as exc:
             raise pytest.UsageError(str(exc)) from None
+
+    def _limits(self, name: str, marker_kwargs: Mapping[str, object], metrics: tuple[str, ...],
+                where: str) -> tuple[tuple[str, float], ...]:
+        """A test's floors or ceilings: the ini file's, for the metrics the test scores, with
+        the marker's over them; the marker's for a metric it does not score is an error."""
+        given = marker_kwargs.get(name)
+        own: dict[str, float] = check(name, given, where) if given is not None else {}
+        unscored = [m for m in own if m not in metrics]
+        if unscored:
+            one = len(unscored) == 1
+            raise SettingError(
+                f"{where}: {name}: {', '.join(unscored)} {'is' if one else 'are'} not scored "
+                f"by this test (it scores {', '.join(metrics)}); add {'it' if one else 'them'} "
+                f"to metrics=, or remove {'its' if one else 'their'} {name.removesuffix('s')}")
+        merged = {**self.ini.get(name, {}), **own}
+        return tuple((m, merged[m]) for m in metrics if m in merged)
 
     def _openers(self, marker_kwargs: Mapping[str, object], where: str, module_dir: Path,
                  rootdir: Path) -> tuple[Opener, ...]:
@@ -196,7 +221,7 @@ def reference() -> str:
         other = [where[w] for w in s.where if w in (MARKER, "arun_dialogue")]
         default_text = (" ".join(s.default) if isinstance(s.default, tuple)
                         else str(s.default).lower() if isinstance(s.default, bool)
-                        else s.default if s.default != "" else "(none)")
+                        else s.default if s.default not in ("", {}) else "(none)")
         lines.append(
             f"| `{s.name}` | {f'`{s.ini}`' if INI in s.where else ''} | "
             f"{f'`{s.flag}`' if CLI in s.where else ''} | {', '.join(other)} | "

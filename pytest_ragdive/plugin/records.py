@@ -1,6 +1,7 @@
 """The plugin's records: what a check kept of an item (``ItemResult``, sent from an xdist
-worker to the controller as JSON), a test function's verdict (``FunctionResult``), their
-``Status``, and a band file's content (``BandDoc``, with what produced it, ``ProducedBy``).
+worker to the controller as JSON), a test function's verdict (``FunctionResult``) and its
+floors and ceilings held (``Limit``), their ``Status``, and a band file's content
+(``BandDoc``, with what produced it, ``ProducedBy``).
 
 The pydantic records dump only the fields they were given or read (``_Given``), so that a
 band file, the run record and a merge of shard records keep the form they had as JSON.
@@ -19,8 +20,11 @@ from ..engine.base.models import Dialogue
 if TYPE_CHECKING:
     from .verdict import MetricVerdict
 
-__all__ = ["UNUSABLE", "BandDoc", "FunctionResult", "ItemResult", "MetricBand", "ProducedBy",
-           "Rule", "Status"]
+__all__ = ["DIGITS", "UNUSABLE", "BandDoc", "FunctionResult", "ItemResult", "Limit",
+           "MetricBand", "ProducedBy", "Rule", "Status"]
+
+#: Band files store values rounded to this many digits; values are compared at that precision.
+DIGITS = 4
 
 #: what decides a test function: its aggregate band, or the permutation test of its runs
 Rule = Literal["band", "permutation"]
@@ -58,9 +62,11 @@ class _Given(BaseModel):
 
 class ProducedBy(_Given):
     """What a band was recorded with: a band of other settings is stale (``documents``: an
-    aggregate band's, over how many; ``plugin``: an item band's version)."""
+    aggregate band's, over how many; ``plugin``: an item band's version; ``turns_held``: the
+    fewest turns an item's run held where its document ran out of facts)."""
 
     turns: int | None = None
+    turns_held: int | None = None
     role: str | None = None
     metrics: list[str] = []
     judges: dict[str, str] | None = None
@@ -114,6 +120,13 @@ class ItemResult(_Given):
     turns_per_dialogue: int = 0
     confirm_runs: int = 0  # what sizes a check's runs (reach)
     role: str = ""
+    #: the test function's floors and ceilings (metric -> bound), where it has any
+    floors: dict[str, float] = {}
+    ceilings: dict[str, float] = {}
+    #: where its runs could not score some metrics (:mod:`.applicable`): the context metrics
+    #: left out for a bot that returned no contexts, the fewest turns a run held
+    no_contexts: list[str] = []
+    turns_held: int | None = None
     status: Status = Status.ERROR
     dialogue: Dialogue | None = None  # the first run's, for the reports
     #: runs or metrics left out of its band or verdict, and why
@@ -127,6 +140,53 @@ class ItemResult(_Given):
     def without_dialogue(self) -> ItemResult:
         """This result without its dialogue (which the run record keeps apart)."""
         return ItemResult.model_validate(self.model_dump(exclude={"dialogue"}))
+
+
+class Limit(BaseModel):
+    """One metric's floor (the least mean) or ceiling (the greatest), and the mean held to
+    it: the same mean the summary prints, over the documents that ran."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    metric: str
+    kind: Literal["floor", "ceiling"]
+    bound: float
+    mean: float | None = None  # None: no document scored the metric
+    enforced: bool = True  # False on update: reported, and the bands written all the same
+
+    @property
+    def met(self) -> bool:
+        if self.mean is None:
+            return False
+        mean = round(self.mean, DIGITS)  # compared as band files hold values
+        return mean >= self.bound if self.kind == "floor" else mean <= self.bound
+
+    @property
+    def failed(self) -> bool:
+        """Whether it fails the test's verdict: a check, and the bound not met."""
+        return self.enforced and not self.met
+
+    @property
+    def outcome(self) -> str:
+        """``met``, ``below``, ``above`` or ``not scored``."""
+        if self.mean is None:
+            return "not scored"
+        return "met" if self.met else "below" if self.kind == "floor" else "above"
+
+    def describe(self) -> str:
+        """E.g. "correctness mean 0.72 below its floor 0.8"."""
+        bound = f"its {self.kind} {_num(self.bound)}"
+        if self.mean is None:
+            return (f"{self.metric} has a {self.kind} of {_num(self.bound)} but no document "
+                    f"scored it (see the notes); score it, naming it in metrics, or remove "
+                    f"its {self.kind}")
+        relation = "meets" if self.met else self.outcome
+        return f"{self.metric} mean {_num(self.mean)} {relation} {bound}"
+
+
+def _num(value: float) -> str:
+    """``value`` to at most 4 places, as band files hold it: 0.72, 0.7996, 1."""
+    return f"{value:.4f}".rstrip("0").rstrip(".")
 
 
 @dataclass
@@ -147,3 +207,9 @@ class FunctionResult:
     verdicts: list[MetricVerdict] = field(default_factory=list)
     left_band: dict[str, list[str]] = field(default_factory=dict)  # node id -> problems
     design: str = ""  # what the permutation verdict stood on
+    limits: list[Limit] = field(default_factory=list)  # its floors and ceilings, held
+
+    @property
+    def missed(self) -> list[Limit]:
+        """The floors and ceilings that fail its verdict (none on update)."""
+        return [limit for limit in self.limits if limit.failed]

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .breakdown import merge, weakest
 from .records import FunctionResult, ItemResult, Status
+
+if TYPE_CHECKING:
+    from .records import Limit
 
 
 def write_summary(
@@ -48,8 +51,10 @@ def _write_test(reporter: Any, row: FunctionResult, results: Mapping[str, ItemRe
     """A test function's means against its band (or its permutation verdict), and where
     to look."""
     n = row.documents
-    reporter.write_line(f"{row.function}  ({n} document{'s' * (n != 1)}): {row.status}")
+    missed = "".join(f", {m.metric} {m.outcome} its {m.kind}" for m in row.missed)
+    reporter.write_line(f"{row.function}  ({n} document{'s' * (n != 1)}): {row.status}{missed}")
     verdicts = {v.metric: v for v in row.verdicts}
+    limits = {limit.metric: limit for limit in row.limits}
     if verdicts:
         reporter.write_line(f"    permutation verdict: {row.design}")
     for metric, value in row.means.items():
@@ -62,7 +67,10 @@ def _write_test(reporter: Any, row: FunctionResult, results: Mapping[str, ItemRe
         verdict = verdicts.get(metric)
         if verdict:
             mark = f"   {verdict.verdict}: {verdict.reason}"
-        reporter.write_line(f"    {metric:<18} mean {value:.3f}   band {band}{mark}")
+        held = _held(limits.pop(metric, None))
+        reporter.write_line(f"    {metric:<18} mean {value:.3f}   band {band}{held}{mark}")
+    for metric, limit in limits.items():  # held to a bound, and never scored
+        reporter.write_line(f"    {metric:<18} not scored{_held(limit)}")
     if row.note:
         reporter.write_line(f"    {row.note}")
     spot = weakest(merge(r.breakdown for r in results.values() if r.function == row.function))
@@ -77,6 +85,16 @@ def _write_test(reporter: Any, row: FunctionResult, results: Mapping[str, ItemRe
         reporter.write_line(f"    outside its band (shown, not failed): {nodeid}")
         for problem in problems:
             reporter.write_line(f"      {problem}")
+
+
+def _held(limit: Limit | None) -> str:
+    """A metric's floor or ceiling and whether its mean met it, for its summary line."""
+    if limit is None:
+        return ""
+    text = f"   {limit.kind} {limit.bound:g}: {limit.outcome}"
+    if limit.failed:
+        return text + " (fails the test)"
+    return text if limit.met else text + " (on update: the bands are recorded all the same)"
 
 
 def _write_usage(reporter: Any, records: list[ItemResult]) -> None:
@@ -108,6 +126,14 @@ def _write_usage(reporter: Any, records: list[ItemResult]) -> None:
 
 def _write_outcome(reporter: Any, row: FunctionResult) -> None:
     """A failed or inconclusive test function, and why, in colour."""
+    if row.missed:
+        reporter.write_line(f"FAILED: {row.function}: "
+                            + "; ".join(limit.describe() for limit in row.missed),
+                            red=True, bold=True)
+    unmet = [limit.describe() for limit in row.limits if not limit.enforced and not limit.met]
+    if unmet:
+        reporter.write_line(f"recorded, not failed (an update): {row.function}: "
+                            f"{'; '.join(unmet)}; a check will fail", yellow=True)
     if row.status == Status.REGRESSED:
         left = any(worse for _, worse in row.deviations)
         worse = any(v.verdict == "worse" for v in row.verdicts)

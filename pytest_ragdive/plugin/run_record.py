@@ -20,7 +20,16 @@ from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_valid
 from ..engine.base.metrics import METRICS
 from ..engine.base.models import Dialogue
 from .breakdown import merge, table, weakest
-from .records import BandDoc, FunctionResult, ItemResult, MetricBand, Rule, Status
+from .records import (
+    DIGITS,
+    BandDoc,
+    FunctionResult,
+    ItemResult,
+    Limit,
+    MetricBand,
+    Rule,
+    Status,
+)
 
 __all__ = ["Band", "BandVerdict", "ItemRecord", "MetricRecord", "MetricVerdictRecord", "Outcome",
            "RunRecord", "TestRecord", "metric_records"]
@@ -28,9 +37,6 @@ __all__ = ["Band", "BandVerdict", "ItemRecord", "MetricRecord", "MetricVerdictRe
 #: How a value relates to its band. "not scored": the metric could not be computed.
 BandVerdict = Literal["in band", "worse", "better", "no band", "not scored"]
 Outcome = Literal["passed", "failed", "error", "skipped"]
-
-#: Band files store values rounded to this many digits; values are compared at that precision.
-DIGITS = 4
 
 
 class _Model(BaseModel):
@@ -177,11 +183,14 @@ class TestRecord(_Model):
         default_factory=dict, description="metric -> question type -> (mean, turns scored).")
     weakest: str = Field(default="", description="The cell clearly worse than the rest, if any.")
     note: str = Field(default="", description="e.g. why the aggregate was not checked.")
+    limits: list[Limit] = Field(default_factory=list, description="Its floors and ceilings: "
+                                "absolute bounds on the means over its documents, held.")
     items: list[ItemRecord] = Field(default_factory=list)
 
     @property
     def failed(self) -> bool:
-        return any(i.failed for i in self.items) or self.status == "regressed"
+        return (any(i.failed for i in self.items) or self.status == "regressed"
+                or any(limit.failed for limit in self.limits))
 
 
 class RunRecord(_Model):
@@ -234,7 +243,7 @@ def _test_record(function: str, collected: list[str], row: FunctionResult | None
         collected=collected, by_turn=shown["turn"], by_type=shown["type"],
         weakest=weakest(cells) or "", key=function, note=row.note if row else "",
         rule=row.rule if row else "band", status=row.status if row else "",
-        design=row.design if row else "",
+        design=row.design if row else "", limits=list(row.limits) if row else [],
         verdicts=[MetricVerdictRecord(**asdict(v)) for v in row.verdicts] if row else [],
         metrics=metric_records(row.means, row.doc, margin) if row else [],
     )

@@ -12,11 +12,11 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import PurePath
 from typing import TYPE_CHECKING, Any
 
 from ...llm.structured import STRUCTURED_OUTPUTS
 from .errors import SettingError
+from .forms import EXAMPLE, GROUP_FORM, check_group, check_limits, parse_limits
 from .metrics import METRICS, MULTI_TURN_METRICS, ROLE_METRICS
 
 if TYPE_CHECKING:
@@ -32,7 +32,7 @@ CLI, MARKER, INI, DIALOGUE = "command line", "marker", "ini", "arun_dialogue"
 @dataclass(frozen=True)
 class Setting:
     name: str
-    kind: type  # int, float, str, bool or tuple (a list of names)
+    kind: type  # int, float, str, bool, tuple (a list of names) or dict (metric -> bound)
     default: Any
     help: str
     where: tuple[str, ...]
@@ -69,6 +69,8 @@ class Setting:
 
 
 _ALL = (CLI, MARKER, INI, DIALOGUE)
+#: what a floors or ceilings value looks like
+_LIMITS = "{}-is-better metrics, each with a value in [0, 1]: {} (in the marker, a dict)"
 #: a timeout: 0 would end every call at once
 _SECONDS: dict[str, Any] = {"minimum": 0.001, "form": "a number of seconds above 0"}
 
@@ -114,8 +116,7 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
             "N - 1 that share the most distinctive words with it; a path names a file of "
             "groups, one a line (relative to the rootdir in the ini file, "
             "to the test module in the marker); left out, one document per conversation",
-            (MARKER, INI), ini_name="ragdive_document_group",
-            form="a number of documents >= 2, or the path of a groups file"),
+            (MARKER, INI), ini_name="ragdive_document_group", form=GROUP_FORM),
     Setting("openers", str, "", "a JSONL file of real users' first messages, one "
             '{"message": ..., "document": <id>} per line (the document optional): each dialogue '
             "starts from one of its document's, drawn by seed, else from one naming no document "
@@ -138,6 +139,16 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
             "the worse side: more power) or document (only those whose first run did: fewer "
             "runs)",
             (CLI, MARKER, INI), choices=("document", "test")),
+    Setting("floors", dict, {}, "per metric, the least mean over a test function's documents, "
+            "an absolute threshold as in DeepEval or promptfoo: a check whose mean is below it "
+            "fails the test's verdict, whatever the baseline's; an update says so and records "
+            "the bands all the same. The ini file's hold for every test that scores the metric, "
+            "the marker's over them (a floor of 0 lifts one); the marker's for a metric the "
+            "test does not score is an error", (MARKER, INI), form=_LIMITS.format(
+                "higher", EXAMPLE["floors"])),
+    Setting("ceilings", dict, {}, "the same for a lower-is-better metric (forgetfulness): the "
+            "greatest mean (a ceiling of 1 lifts one)", (MARKER, INI),
+            form=_LIMITS.format("lower", EXAMPLE["ceilings"])),
     Setting("band_margin", float, 0.0, "tolerance added to both sides of every band", (INI,),
             minimum=0),
     Setting("fail_on_improvement", bool, False, "fail items that score above their band, "
@@ -196,6 +207,8 @@ def default(name: str) -> Any:
 def parse(name: str, text: str, where: str) -> Any:
     """A setting's value from the text of an ini line or a command-line argument."""
     setting = SETTINGS[name]
+    if setting.kind is dict:  # metric:value pairs, whose own messages say what is wrong
+        return check(name, parse_limits(name, text, where), where)
     try:
         if setting.kind is tuple:
             value: Any = tuple(text.replace(",", " ").split())
@@ -218,6 +231,8 @@ def check(name: str, value: Any, where: str) -> Any:
     if setting is None:
         raise SettingError(f"{where}: unknown setting {name!r}")
     bad = SettingError(f"{where}: {name}={value!r} is not {setting.accepts}")
+    if setting.kind is dict:
+        return check_limits(name, value, where)
     if setting.kind is tuple:
         if isinstance(value, str) or not isinstance(value, (list, tuple)) or not value:
             raise bad
@@ -253,23 +268,6 @@ def check(name: str, value: Any, where: str) -> Any:
 
         check_role(value, where)
     return value
-
-
-def check_group(value: Any, where: str) -> int | str:
-    """A group setting: a number of documents (2 or more), the path of a groups file, or ""
-    (none: one document per conversation)."""
-    if value == "":
-        return value
-    number = int(value) if isinstance(value, str) and value.strip().isdigit() else value
-    if isinstance(number, int) and not isinstance(number, bool) and number >= 2:
-        return number
-    if isinstance(number, (str, PurePath)) and str(number).strip():
-        return str(number).strip()
-    prefix = f"{where}: " if where else ""
-    raise SettingError(
-        f"{prefix}group={value!r} is not {SETTINGS['group'].accepts}; give group=2 to pair "
-        f"documents, a file that lists the groups, or leave group out for one document per "
-        f"conversation")
 
 
 def check_all(values: Mapping[str, Any], where: str) -> dict[str, Any]:
