@@ -1,18 +1,22 @@
 """Running each item's dialogues on the plugin's event loop: with the judges the session
 chose, one per seed (every run on update), confirmation runs when the first leaves its band
 on the worse side (that document's, or with ``confirm_scope`` test any document's of the
-test function), and the dialogues of the test's later items started alongside."""
+test function), and the dialogues of the test's later items started alongside. An item
+none of whose runs was held because its document ran out of facts holds them again, each
+scored on the turns it held; every item's settings are fitted to what its runs could score
+(:mod:`.applicable`)."""
 
 from __future__ import annotations
 
 import concurrent.futures
 import contextlib
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from .applicable import fitted, ran_out, strip
 from .marker import function_key
 from .options import ItemSettings, Options
 
@@ -118,15 +122,32 @@ class Runs:
         else:
             test_wide = False
         dialogues, last = self._held(item.nodeid, document, starts, own, seeds)
-        worse = confirms and self._looks_worse(item, settings, judges, dialogues[0])
+        mine = starts
+        if ran_out(dialogues[0]):  # no run held: each holds what its document can
+            mine = replace(starts, hold_short=True)
+            dialogues, last = self._held(item.nodeid, document, mine,
+                                         mine.submit(item.nodeid, document, seeds), seeds)
+        fit = self._fitted(item, settings, dialogues)
+        worse = confirms and self._looks_worse(item, fit, judges, dialogues[0])
         if test_wide:
             worse = self._confirm_test(item, settings, judges, worse, started, starts,
                                        range(seeds[-1] + 1, seeds[-1] + 1 + added))
         if worse:
-            dialogues += starts.progress.wait(
-                starts.submit(item.nodeid, document, range(last + 1, last + 1 + added)))
-        self.dialogues[item.nodeid] = (settings, judges, dialogues)
+            dialogues += mine.progress.wait(
+                mine.submit(item.nodeid, document, range(last + 1, last + 1 + added)))
+            strip(dialogues, fit)
+        self.dialogues[item.nodeid] = (fit, judges, dialogues)
         return dialogues[0]
+
+    def _fitted(self, item: pytest.Item, settings: ItemSettings,
+                dialogues: list[Dialogue]) -> ItemSettings:
+        """``settings`` fitted to what the item's ``dialogues`` could score (:mod:`.applicable`);
+        the metrics left out are left out of those dialogues too."""
+        from . import bands
+
+        fit = fitted(settings, dialogues, bands.item_path(item), self.update)
+        strip(dialogues, fit)
+        return fit
 
     def _starts(self, adapter: RagAdapter, judges: Judges, settings: ItemSettings, first: int,
                 most: int, confirming: bool) -> _Starts:
@@ -169,13 +190,16 @@ class Runs:
                       worse: bool, started: Mapping[pytest.Item, tuple[Any, list[Future]]],
                       starts: _Starts, more: range) -> bool:
         """Test-wide confirmation: whether the test's first runs look worse (the test's first
-        item decides for all, from its own and the ``started`` items' first runs); if so,
-        the other documents' confirmation runs (seeds ``more``) start alongside this one's."""
+        item decides for all, from its own and the ``started`` items' first runs, each read
+        with ``settings`` fitted to it); if so, the other documents' confirmation runs (seeds
+        ``more``) start alongside this one's."""
         test = function_key(item)
         if test not in self._test_confirms:
+            copies = [(other, first.model_copy(deep=True))  # their items strip their own
+                      for other, first in _firsts(started, starts.progress)]
             self._test_confirms[test] = worse or any(
-                self._looks_worse(other, settings, judges, first)
-                for other, first in _firsts(started, starts.progress))
+                self._looks_worse(other, self._fitted(other, settings, [first]), judges, first)
+                for other, first in copies)
         worse = worse or self._test_confirms[test]
         if worse:
             for other, (doc, _) in started.items():
@@ -255,16 +279,21 @@ class _Starts:
     most: int
     turns: int
     certain: bool
+    #: each run holds what its document can (``arun_dialogue``'s ``hold_short``)
+    hold_short: bool = False
 
     def submit(self, nodeid: str, doc: Document | DocumentGroup,
                seeds: Iterable[int]) -> list[Future]:
-        return [self.runner.submit((nodeid, seed), self._start(doc, seed)) for seed in seeds]
+        short = ("short",) if self.hold_short else ()
+        return [self.runner.submit((nodeid, seed, *short), self._start(doc, seed))
+                for seed in seeds]
 
     def _start(self, doc: Document | DocumentGroup,
                seed: int) -> Callable[[], Awaitable[Dialogue]]:
         from ..engine.conversation.dialogue import arun_dialogue
 
         return lambda: arun_dialogue(doc, self.adapter, seed=seed, **self.options,
+                                     hold_short=self.hold_short,
                                      progress=self.progress.reporter(
                                          seed - self.first, self.most, self.turns,
                                          certain=self.certain))

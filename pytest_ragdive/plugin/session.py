@@ -262,6 +262,9 @@ class RagdiveSession:
             self.notes.add(f"ragdive report written to {target}")
 
     def summary(self, reporter: Any) -> None:
+        from .applicable import notes
+
+        self.notes.update(notes(self.results))
         if self.runs.not_english:
             from ..engine.validation.validator import ENGLISH_ONLY
 

@@ -11,5 +11,10 @@ class GenerationError(DialogueError):
     harness, not evidence about the bot."""
 
 
+class DocumentExhausted(GenerationError):
+    """No attempt at a follow-up was accepted, and every fact of the document was asked
+    before it: the document is too short for the turns asked (:mod:`..generation.exhausted`)."""
+
+
 class SettingError(ValueError):
     """A setting with a value it cannot take; the message names it and what it accepts."""

@@ -171,6 +171,9 @@ class Dialogue(_Model):
     A metric with an error has no entry in ``scores``; ``judge_gaps`` names those whose
     unscored turns all failed on the judge's side, not the bot's. ``seed`` is the
     generator's: runs of two bots at one seed are a pair (their first questions are one).
+    ``ended_early`` says why it held fewer turns than asked: its document ran out of facts
+    (then it failed, its generation error saying where, or with ``hold_short`` it was scored
+    on the turns held).
     """
 
     document_id: str
@@ -180,6 +183,7 @@ class Dialogue(_Model):
     scores: dict[str, float] = Field(default_factory=dict)
     errors: dict[str, str] = Field(default_factory=dict)
     judge_gaps: list[str] = Field(default_factory=list)
+    ended_early: str = ""
     usage: Usage = Field(default_factory=Usage)
 
     @property

@@ -14,12 +14,14 @@ from ...llm.client import LLMClient
 from ...llm.errors import ModelError
 from ...llm.library import release_loop
 from ...llm.usage import usage_scope
-from ..base.errors import DialogueError, GenerationError
+from ..base.errors import DialogueError, DocumentExhausted, GenerationError
 from ..base.judges import Judges
+from ..base.metrics import MULTI_TURN_METRICS, ROLE_METRICS
 from ..base.models import Dialogue, Document, DocumentGroup, Message, Turn
 from ..base.settings import check_all, default, scored_metrics
 from ..documents.openers import Opener, opener_for
 from ..evaluation.evaluator import evaluate
+from ..generation.exhausted import RAN_OUT
 from ..profiles.profile import Profiles, scope
 from ..roles import registry
 from ..validation.validator import model_checks
@@ -53,6 +55,7 @@ async def arun_dialogue(
     progress: Progress | None = None,
     openers: Sequence[Opener] = (),
     profiles: Profiles | None = None,
+    hold_short: bool = False,
 ) -> Dialogue:
     """Hold a ``turns``-turn conversation about ``document`` (or a group of documents that
     it moves between, :mod:`.groups`) with ``adapter`` and score it.
@@ -64,19 +67,18 @@ async def arun_dialogue(
     set-up: the validator model judges one attempt per turn; after it rejects one, the
     next attempt that passes the exact checks is used unchecked, and when none of the
     ``max_regenerations`` attempts does, the latest whose only fault is not leaning on the
-    conversation. ``seed`` seeds the generator's sampling; a new seed gives
-    a new conversation, the same seed replays the cached one. With ``openers`` (real users'
-    first messages, :mod:`.openers`), turn 1 is one of them, drawn by seed. ``profiles``
+    conversation. ``seed`` seeds the generator's sampling; a new seed gives a new
+    conversation, the same seed replays the cached one. With ``openers`` (real users' first
+    messages, :mod:`.openers`), turn 1 is one of them, drawn by seed. ``profiles``
     (:mod:`.profiles`; default: the shipped ones) say what each judge model is trusted with:
     the metrics left out, the validator's checks, the thresholds, the rewritten messages.
+    With ``hold_short``, a document with no fact left to ask about ends the dialogue
+    (``dialogue.ended_early``), scored on the turns held (less the follow-up metrics after one).
     """
-    check_all(
-        {"turns": turns, "role": role, "max_regenerations": max_regenerations,
-         "validation": validation, "validator_checks": validator_checks, "seed": seed,
-         "record_mode": record_mode, "adapter_timeout": adapter_timeout,
-         "dialogue_timeout": dialogue_timeout},
-        "arun_dialogue",
-    )  # before any model call
+    check_all({"turns": turns, "role": role, "max_regenerations": max_regenerations,
+               "validation": validation, "validator_checks": validator_checks, "seed": seed,
+               "record_mode": record_mode, "adapter_timeout": adapter_timeout,
+               "dialogue_timeout": dialogue_timeout}, "arun_dialogue")  # before any model call
     profiles = profiles or Profiles()
     chosen = scored_metrics(tuple(metrics) if metrics is not None else None, turns,
                             "arun_dialogue", judges.models["evaluator"].name, role, profiles)
@@ -90,7 +92,7 @@ async def arun_dialogue(
         await _held(dialogue, _converse(
             dialogue, group, adapter, judges, client, turns, max_regenerations, validation,
             model_checks(judges.models["validator"], validator_checks), seed, adapter_timeout,
-            report, chosen, opener_for(openers, group, seed)), dialogue_timeout)
+            report, chosen, opener_for(openers, group, seed), hold_short), dialogue_timeout)
     report(group.id, len(dialogue.turns), "done")
     return dialogue
 
@@ -127,16 +129,23 @@ async def _converse(
     report: Progress,
     metrics: Sequence[str],
     opener: str | None,
+    hold_short: bool,
 ) -> None:
     session = await start(adapter, adapter_timeout)
     history: list[Message] = []
     for index in range(1, turns + 1):
-        candidate, rejections, validated = await next_turn(
-            dialogue, group, index, judges=judges, client=client,
-            max_regenerations=max_regenerations, validation=validation,
-            model_checks=checks, seed=seed,
-            report=functools.partial(report, group.id, index), opener=opener,
-        )
+        try:
+            candidate, rejections, validated = await next_turn(
+                dialogue, group, index, judges=judges, client=client,
+                max_regenerations=max_regenerations, validation=validation,
+                model_checks=checks, seed=seed,
+                report=functools.partial(report, group.id, index), opener=opener,
+            )
+        except DocumentExhausted:
+            dialogue.ended_early = RAN_OUT
+            if not hold_short:
+                raise
+            break
         report(group.id, index, "answer")
         answer = await ask(session, candidate.rag_input, history, index, adapter_timeout)
         dialogue.turns.append(
@@ -147,6 +156,8 @@ async def _converse(
             Message(role="user", content=candidate.rag_input),
             Message(role="assistant", content=answer.answer),
         ]
+    if dialogue.ended_early and len(dialogue.turns) == 1:  # no turn to follow up on
+        metrics = [m for m in metrics if m not in (*MULTI_TURN_METRICS, *ROLE_METRICS)]
     report(group.id, turns, "evaluate")
     await evaluate(dialogue, client, judges.models["evaluator"], metrics, group)
 

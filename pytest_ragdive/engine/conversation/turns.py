@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from ...llm.client import LLMClient
 from ...llm.errors import ReplyError
 from ...llm.model import Model
-from ..base.errors import DialogueError, GenerationError
+from ..base.errors import DialogueError, DocumentExhausted, GenerationError
 from ..base.judges import Judges
 from ..base.models import Dialogue, DocumentGroup, GeneratedTurn, Rejection, Validation
 from ..generation.exhausted import nothing_left
@@ -93,13 +93,14 @@ async def _judged(client: LLMClient, model: Model, group: DocumentGroup, dialogu
 def _none_accepted(dialogue: Dialogue, group: DocumentGroup, index: int, attempts: int,
                    feedback: str, opener: str | None) -> DialogueError:
     """Why turn ``index`` has no accepted attempt: a real user's opener the document does not
-    answer, or a generator whose every attempt the validator rejected."""
+    answer, or a generator whose every attempt the validator rejected (:class:`DocumentExhausted`
+    when no fact of the document was left to ask about)."""
     if opener is not None and index == 1:
         return DialogueError(
             f"turn 1: the opening message {opener!r} could not be answered from document "
             f"{group.id!r} ({attempts} attempts; last feedback: {feedback}); give it the "
             f"\"document\" it concerns in the openers file, or leave it out")
-    return GenerationError(
+    left = nothing_left(group, dialogue.turns)
+    return (DocumentExhausted if left else GenerationError)(
         f"turn {index}: the validator rejected all {attempts} attempts "
-        f"(max_regenerations={attempts - 1}); last feedback: {feedback}"
-        + nothing_left(group, dialogue.turns))
+        f"(max_regenerations={attempts - 1}); last feedback: {feedback}{left}")

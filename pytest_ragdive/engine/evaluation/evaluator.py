@@ -26,7 +26,7 @@ from ..base.models import Dialogue, DocumentGroup, Judgement, Turn
 from ..profiles.profile import of as profile_of
 from ..roles import registry
 from .binary import combine, exact_yes, judge_of, judge_prompts, shown
-from .ragas_metrics import RAGAS_METRICS, RagasMetrics
+from .ragas_metrics import CONTEXTS_FIX, RAGAS_METRICS, RagasMetrics
 
 
 async def evaluate(
@@ -75,6 +75,7 @@ async def evaluate(
                 f"{len(unscored)} of {len(judged)} turns could not be scored, so there is no "
                 f"mean to compare: " + "; ".join(
                     f"turn {t.index}: {t.judgements[metric].reason}" for t in unscored)
+                + _by_bot(metric, unscored, len(judged))
             )
         elif judged:
             values = [t.judgements[metric].score or 0.0 for t in judged]
@@ -83,6 +84,15 @@ async def evaluate(
             dialogue.errors[metric] = own.no_turn
         else:
             dialogue.errors[metric] = "needs at least two turns"
+
+
+def _by_bot(metric: str, unscored: list[Turn], judged: int) -> str:
+    """What an error adds where the bot left turns nothing to score: the fix."""
+    bare = sum(t.judgements[metric].by_bot for t in unscored)
+    if not bare:
+        return ""
+    fix = CONTEXTS_FIX.format("it")
+    return f". The bot returned no contexts on {bare} of {judged} turns: {fix}"
 
 
 async def _scored(job: Callable[[], Awaitable[Judgement]]) -> Judgement:

@@ -14,6 +14,9 @@ from ...llm.stand_in import mark_failed_attempts, stand_in
 from ..base.models import Judgement, Turn
 
 RAGAS_METRICS = ("faithfulness", "context_precision", "context_recall")
+#: how a bot gets them scored that returned no contexts ({} names them)
+CONTEXTS_FIX = ("return the retrieved texts in RagAnswer(contexts=[...]) to score {} "
+                "(docs/adapters.md)")
 
 #: ragas' outputs that hold one entry per statement of an input that is never empty (the
 #: answer key), with the list that must not be empty. Allowed an empty list, the embedded

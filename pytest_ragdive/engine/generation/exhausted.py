@@ -1,6 +1,8 @@
 """A document with no fact left to ask about (one of one sentence, after turn 1): the
 generator can only ask again what a turn asked, the validator rejects it every time, and the
-failure says why and what to change, instead of feedback no attempt can follow."""
+failure says why and what to change, instead of feedback no attempt can follow; or, where
+the dialogue may hold what the document can (``arun_dialogue(hold_short=True)``), it ends
+there."""
 
 from __future__ import annotations
 
@@ -8,6 +10,9 @@ from collections.abc import Sequence
 
 from ..base.models import Document, DocumentGroup, Turn
 from .facts import facts, used_facts
+
+#: why a dialogue held fewer turns than asked (``Dialogue.ended_early``)
+RAN_OUT = "its document ran out of facts"
 
 
 def unasked(document: Document, history: Sequence[Turn]) -> list[str]:
