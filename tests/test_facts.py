@@ -7,8 +7,7 @@ from pathlib import Path
 
 from pytest_ragdive.engine.base.models import Document, GeneratedTurn, RagAnswer, Turn
 from pytest_ragdive.engine.documents.loading import check_unique, load_documents
-from pytest_ragdive.engine.generation.facts import counterpart, facts, look_alikes, next_fact
-from pytest_ragdive.engine.text.english import supporting_sentences
+from pytest_ragdive.engine.generation.facts import facts, look_alikes, next_fact, shared_kinds
 
 DOC = Document(id="ferry", text=(
     "# Harbour Ferry\n\nThe ferry crosses the estuary in 14 minutes. The Tern carries 300 "
@@ -90,30 +89,14 @@ def load_together(*texts: str) -> list[Document]:
     return check_unique(Document(id=f"d{i}", text=t) for i, t in enumerate(texts))
 
 
-def test_a_fact_another_document_states_alike_has_its_counterpart() -> None:
-    bikes, trams, _ = load_together(BIKES, TRAMS, BUSES)
-    # an operator and a fare, which every service states in its own words; not the solar
-    # panels, which only the bikes have
-    assert counterpart("The scheme is operated by the company Pedalwerk under contract.",
-                       bikes) == "The trams are operated by the company Verkehr under contract."
-    assert counterpart("A single ride costs 1 mark.", bikes) == "A single ticket costs 2 marks."
-    assert counterpart("Every station has a solar panel on its roof.", bikes) is None
-    # the subject's own words do not make a kind: "trams" is the trams' subject
-    assert counterpart("The depot at Hallgate repairs old engines.", trams) is None
+def test_a_fact_of_a_kind_only_its_document_states_is_not_a_shared_kind() -> None:
+    bikes, _, _ = load_together(BIKES, TRAMS, BUSES)
+    # an operator and a fare, which every service states; not the solar panels
+    assert shared_kinds(facts(bikes), bikes) == [
+        "The scheme is operated by the company Pedalwerk under contract.",
+        "A single ride costs 1 mark."]
     (alone,) = load_together(BIKES)
-    assert counterpart("A single ride costs 1 mark.", alone) is None
-
-
-def test_facts_align_by_their_words_not_by_a_list_of_one_domain() -> None:
-    plans = load_together(
-        "# Basic plan\n\nThe Basic plan includes 5 GB of storage for each user. "
-        "Support answers by email within two days.",
-        "# Team plan\n\nTeam accounts include 50 GB of storage for each user. "
-        "The admin console shows an audit log.",
-    )
-    assert counterpart("The Basic plan includes 5 GB of storage for each user.", plans[0]) == (
-        "Team accounts include 50 GB of storage for each user.")
-    assert counterpart("Support answers by email within two days.", plans[0]) is None
+    assert shared_kinds(facts(alone), alone) == facts(alone)
 
 
 def test_a_document_that_repeats_a_sentence_still_has_look_alikes() -> None:
@@ -124,38 +107,3 @@ def test_a_document_that_repeats_a_sentence_still_has_look_alikes() -> None:
     assert len(pool) > len(set(pool))
     assert "The scheme is operated by the company Pedalwerk under contract." in look_alikes(
         pool, bikes)
-
-
-CLINIC = """# Hearing Clinic
-
-## Clinic days
-
-| Day | Open |
-|---|---|
-| Tuesday | 08:30 to 16:30 |
-| Friday | 10:00 to 18:00 |
-
-## Booking
-
-- Book on the Patient Portal under "Hearing"
-- Phone 01632 960 400 and ask for extension 275.
-"""
-
-
-def test_table_rows_and_list_items_are_facts_of_their_own() -> None:
-    assert facts(Document(id="clinic", text=CLINIC)) == [
-        "Day: Tuesday, Open: 08:30 to 16:30.",
-        "Day: Friday, Open: 10:00 to 18:00.",
-        'Book on the Patient Portal under "Hearing".',
-        "Phone 01632 960 400 and ask for extension 275."]
-    # evidence copied from the table as it is written, or from the fact, is found
-    assert supporting_sentences("| Friday | 10:00 to 18:00 |", CLINIC) == [
-        "Day: Friday, Open: 10:00 to 18:00."]
-    assert "Day: Friday, Open: 10:00 to 18:00." in supporting_sentences(
-        "Day: Friday, Open: 10:00 to 18:00.", CLINIC)
-
-
-def test_figures_written_as_words_are_not_a_kind() -> None:
-    days, _ = load_together("# A\n\nSessions are held on three days only.",
-                            "# B\n\nA slot is usually free within three working days.")
-    assert counterpart("Sessions are held on three days only.", days) is None

@@ -242,20 +242,3 @@ def test_a_first_question_that_says_its_title_names_its_topic() -> None:
     # its words apart, or only the words every title has, leave it open
     for question in ("Who owns the ferry at the harbour?", "Who owns the ferry in Brenmouth?"):
         assert names_its_topic(question, harbour) is not None, question
-
-
-def test_a_one_word_name_names_its_topic_though_another_document_mentions_it() -> None:
-    kestrel, relay, _ = known_together([
-        Document(id="kestrel", text="# Kestrel\n\n## Installation\n\nKestrel installs with "
-                                    "pip. It keeps a log of every request."),
-        Document(id="relay", text="# Relay Gateway\n\nRelay is built on Kestrel and installs "
-                                  "with pip. It keeps a log of every request."),
-        Document(id="beacon", text="# Beacon Monitor\n\nBeacon installs with pip and keeps a "
-                                   "log of every request made to Kestrel.")])
-    assert names_its_topic("What is Kestrel?", kestrel) is None
-    assert names_its_topic("how do i install kestrel?", kestrel) is None
-    assert names_its_topic("What does the Relay gateway log?", relay) is None
-    # words every document has leave it open
-    assert names_its_topic("How do I install it with pip?", kestrel) is not None
-    assert names_its_topic("What does it log?", relay) is not None
-

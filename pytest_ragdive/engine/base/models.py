@@ -29,7 +29,6 @@ RejectionCategory = Literal[
 ]
 
 _HEADING = re.compile(r"^[ \t]*#+[ \t]*(\S.*?)[ \t]*$", re.MULTILINE)
-_TITLE = re.compile(r"^[ \t]*#(?!#)[ \t]*(\S.*?)[ \t]*$", re.MULTILINE)
 
 
 class _Model(BaseModel):
@@ -53,14 +52,9 @@ class Document(_Model):
 
     @property
     def subject(self) -> str | None:
-        """What the document is about, as its title names it: a level-one heading, or a
-        heading that opens the document; None without one (a "## Installation" further
-        down names a section, not the subject)."""
-        top = _TITLE.search(self.text)
-        if top:
-            return top.group(1)
-        opening = _HEADING.match(self.text.lstrip("\n"))
-        return opening.group(1) if opening else None
+        """What the document is about, as its first markdown heading names it; None
+        without one."""
+        return next(iter(self.headings), None)
 
 
 class DocumentGroup(_Model):

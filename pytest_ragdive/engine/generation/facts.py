@@ -4,11 +4,11 @@ Left to choose, a small generator asks the same thing again and again (the examp
 tram-network dialogue asked its first question three times). So the plugin chooses: a
 sentence of the document that no turn used yet, drawn by seed among those that share a
 word with the last turn (so that the follow-up can lean on it), else among all unused ones.
-Of one document loaded with others, it first keeps the unused facts that another document of
-its knowledge base states alike (:func:`counterpart`: an owner, a price, hours, a limit ...),
-found from the documents themselves; without one, the half the other documents state most
-alike (:func:`look_alikes`). A follow-up about such a fact that leaves its subject to the
-conversation ("Who runs it?") needs the conversation to say which one it is about.
+Of one document loaded with others, it first keeps the unused facts of a kind not asked yet
+(:mod:`.kinds`: an operator, a start date, fares ...), whose follow-up names nothing ("Who
+runs it?"); without one, those about the subject that the other documents of its knowledge
+base state most alike (:func:`shared_kinds`, :func:`look_alikes`): their follow-ups need the
+conversation to say which service, product or place they are about.
 
 In a conversation about a group of documents (:mod:`.groups`) the plugin also chooses the
 document: a follow-up asks about a document no turn asked about yet while there is one
@@ -26,22 +26,14 @@ import functools
 import math
 import random
 import re
-from collections import Counter
 from collections.abc import Callable, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from ..base.models import Document, DocumentGroup, GeneratedTurn, Turn
 from ..text.answer_keys import subject_of
-from ..text.english import (
-    NUMBER_WORDS,
-    content_words,
-    singular,
-    supporting_sentences,
-    word_weights,
-    words,
-)
-from ..text.markdown import prose
+from ..text.english import content_words, singular, supporting_sentences, word_weights, words
+from .kinds import unasked_kind
 
 _CLAUSE = re.compile(r"(?<=[.!?])\s+|;\s+")
 _LOWER = re.compile(r"(?<![\w'-])[a-z][a-z'-]*")
@@ -66,7 +58,7 @@ def facts(document: Document) -> list[str]:
 @functools.lru_cache(maxsize=64)
 def _facts(text: str) -> tuple[str, ...]:
     """:func:`facts` of a document's text, kept: it is asked at every attempt of a turn."""
-    lines = [line for line in prose(text).splitlines() if not line.lstrip().startswith("#")]
+    lines = [line for line in text.splitlines() if not line.lstrip().startswith("#")]
     every = [c.strip() for c in _CLAUSE.split(" ".join(lines)) if len(words(c)) >= 4]
     if len(every) <= MOST_FACTS:
         return tuple(every)
@@ -101,7 +93,6 @@ def used_facts(every: Sequence[str], history: Sequence[Turn], document: Document
 
 def _kind_words(text: str, leave_out: AbstractSet[str] = frozenset()) -> set[str]:
     lower = " ".join(_LOWER.findall(text))  # a name or a figure is what a question asks for
-    leave_out = leave_out | NUMBER_WORDS
     return {singular(w) for w in content_words(lower)} - leave_out
 
 
@@ -128,47 +119,27 @@ def look_alikes(pool: list[str], document: Document) -> list[str]:
     return [f for f in pool if scores[f] <= cut]
 
 
-def _subject_words(document: Document) -> set[str]:
-    return {singular(w) for w in content_words(document.subject or "")}
-
-
-def _kinds(text: str) -> tuple[frozenset[str], ...]:
-    """The kind words (:func:`_kind_words`) of each fact of a document's ``text``, its
-    subject's words left out."""
-    subject = _subject_words(Document(id="", text=text))
-    return tuple(frozenset(_kind_words(fact, subject)) for fact in _facts(text))
-
-
-@functools.lru_cache(maxsize=64)
-def _kind_index(others: tuple[str, ...]) -> tuple[list[str], list[frozenset[str]],
-                                                   dict[str, list[int]]]:
-    """The facts of ``others``, their kind words, and which facts hold each word."""
-    said = [fact for text in others for fact in _facts(text)]
-    held = [kinds for text in others for kinds in _kinds(text)]
-    index: dict[str, list[int]] = {}
-    for i, kinds in enumerate(held):
-        for word in kinds:
-            index.setdefault(word, []).append(i)
-    return said, held, index
-
-
-def counterpart(fact: str, document: Document) -> str | None:
-    """The fact of another document of the knowledge base that states ``fact``'s kind,
-    found from the documents themselves: it shares at least two of its kind words (names,
-    figures and each document's subject left out), and at least half of the shorter one's.
-    "Membership costs 10 marks a month" has its like in "Bicycles cost 2 marks", "It is
-    owned by the Trust and operated by Riverline" in "The scheme is owned by the city and
-    operated by Pedalwerk"; "The terminal also contains a cafe" in none. Asked with its
-    subject left to the conversation, such a fact needs the conversation to say which
-    subject is meant. None when no other document states it alike."""
+def shared_kinds(pool: list[str], document: Document) -> list[str]:
+    """The facts of ``pool`` about the document's subject, of a kind another document
+    states too: what comes before the fact's verb names nothing but the subject ("It is
+    operated by ...", not "The Tern carries ..."), and another document holds at least half
+    of its words, names, figures and the subject's words left out ("The scheme is operated
+    by the company Pedalwerk" among services that each name an operator, not "Every station
+    has a solar panel"). Asked with the subject put as "it", such a question can be
+    answered only by a bot that knows which one the conversation is about."""
     if not document.others:
-        return None
-    own = frozenset(_kind_words(fact, _subject_words(document)))
-    said, held, index = _kind_index(document.others)
-    shared = Counter(i for word in own for i in index.get(word, ()))
-    best = max(((n / min(len(own), len(held[i])), -i) for i, n in shared.items()
-                if n >= 2), default=None)
-    return said[-best[1]] if best and best[0] >= 0.5 else None
+        return pool
+    subject = _kind_words(document.subject or "")
+    others = [_kind_words(text) for text in document.others]
+    own_names = {w.lower() for w in _NAME.findall(document.subject or "")}
+
+    def shared(fact: str) -> bool:
+        named = {w.lower() for w in _NAME.findall(subject_of(fact)[1:])} - own_names
+        own = _kind_words(fact, subject)
+        return (not named and bool(own)
+                and any(2 * len(own & theirs) >= len(own) for theirs in others))
+
+    return [f for f in pool if shared(f)]
 
 
 def next_fact(document: Document, history: Sequence[Turn], seed: int,
@@ -177,8 +148,8 @@ def next_fact(document: Document, history: Sequence[Turn], seed: int,
     """The fact the next turn asks about (see the module); with ``eligible``, one it
     accepts where the document has any (one that holds a figure, for a false premise,
     :mod:`.premises`; one with readings, :mod:`.readings`); with ``about``, one related to
-    that text instead of to the last turn; with ``alike``, one another document states alike
-    (:func:`counterpart`), else one of :func:`look_alikes`."""
+    that text instead of to the last turn; with ``alike``, one of a kind not asked yet, else
+    one of :func:`look_alikes`."""
     every = facts(document) or [document.text.strip()]
     if eligible is not None:
         every = [f for f in every if eligible(f)] or every
@@ -188,7 +159,9 @@ def next_fact(document: Document, history: Sequence[Turn], seed: int,
     if not history:
         return draw.choice(pool)
     if alike and document.others:
-        pool = [f for f in pool if counterpart(f, document)] or look_alikes(pool, document)
+        asked = [t.generated.rag_input for t in history]
+        pool = ([f for f in pool if unasked_kind(f, asked)]
+                or look_alikes(shared_kinds(pool, document) or pool, document))
     vocabulary = [set(content_words(f)) for f in every]
     last = history[-1]
     if about is None:

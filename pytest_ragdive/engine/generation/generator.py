@@ -12,8 +12,9 @@ from ..base.models import Document, DocumentGroup, GeneratedTurn, Turn
 from ..base.templates import history_view, render
 from ..profiles.profile import rewrites
 from ..text.english import is_english
-from .facts import Asked, counterpart
-from .follow_ups import follow_up, said_before, unnamed
+from .facts import Asked
+from .follow_ups import anchored, depends_on_conversation, follow_up, said_before, unnamed
+from .kinds import unasked_kind
 
 if TYPE_CHECKING:
     from ..roles.role import Plan, Role
@@ -97,18 +98,19 @@ async def generate_turn(
         return await _first_turn(client, model, group, role, feedback, temperature, seed, opener)
     plan = role.plan(group, history, seed)
     many = len(group.documents) > 1
-    # another document's fact of the same kind shows what the message must not tell apart
-    alike = (counterpart(plan.asked.facts[0], group.documents[0])
-             if not many and plan.by_kind else None)
+    fact = "\n".join(plan.asked.facts)
+    # a fact of a kind its look-alikes share is asked by its kind, naming nothing (.kinds)
+    kind = (unasked_kind(fact, [t.generated.rag_input for t in history])
+            if not many and plan.by_kind and group.documents[0].others else None)
     prompt = render("generator", group=many, role=role.persona(),
                     history=history_view(history), subject=_subject(group, plan),
-                    opener=None, alike=alike, index=len(history) + 1,
+                    opener=None, message=kind, index=len(history) + 1,
                     feedback=feedback, **_about(group, plan.asked))
     nxt = await client.structured(model, [{"role": "user", "content": prompt}], NextQuestion,
                                   temperature=temperature, seed=seed)
     # the rewriting puts English pronouns: a document in another language keeps the model's
     english = all(is_english(d.text) for d in group.documents)
-    turn = _follow_up(nxt, plan, group, history, rewrites(model) and english)
+    turn = _follow_up(nxt, plan, group, history, kind, rewrites(model) and english)
     return role.finish(turn, plan, nxt.standalone_question, group, history, seed)
 
 
@@ -135,7 +137,7 @@ async def _first_turn(client: LLMClient, model: Model, group: DocumentGroup, rol
     """Turn 1: the model's first question, or the answer key of a real user's ``opener``."""
     many = len(group.documents) > 1
     prompt = render("generator", group=many, role=role.persona(), history=history_view([]),
-                    subject=None, opener=opener, alike=None, index=1, feedback=feedback,
+                    subject=None, opener=opener, message=None, index=1, feedback=feedback,
                     **_about(group, None))
     messages = [{"role": "user", "content": prompt}]
     if opener is not None:
@@ -162,9 +164,9 @@ async def _first_turn(client: LLMClient, model: Model, group: DocumentGroup, rol
 
 
 def _follow_up(nxt: NextQuestion, plan: Plan, group: DocumentGroup, history: list[Turn],
-               rewrite: bool) -> GeneratedTurn:
-    """The follow-up as the plain user sends it: the model's own, or (``rewrite``: the
-    model's profile says its own do not lean on the conversation) made to, about one
+               kind: str | None, rewrite: bool) -> GeneratedTurn:
+    """The follow-up as the plain user sends it: the kind's message, or the model's made to
+    lean on the conversation (``rewrite``: the model's profile says its own do not), about one
     document without what tells it apart from its look-alikes."""
     many = len(group.documents) > 1
     subject = _subject(group, plan)
@@ -172,7 +174,11 @@ def _follow_up(nxt: NextQuestion, plan: Plan, group: DocumentGroup, history: lis
     said, last = said_before(history), said_before(history[-1:])
     if plan.premise:
         said, last = [*said, plan.premise], [plan.premise]
-    if rewrite:
+    if kind:
+        message, standalone = kind, nxt.standalone_question
+        if subject and not depends_on_conversation(message, standalone, said):
+            standalone = anchored(subject, standalone)
+    elif rewrite:
         message, standalone = follow_up(nxt.rag_input, nxt.standalone_question, said, last,
                                         subject)
     else:

@@ -146,7 +146,7 @@ def shift_checks(turn: GeneratedTurn, group: DocumentGroup, history: Sequence[Tu
                 else None if not named else (
                     f'rag_input names "{named[0]}", which says what the user goes back to; '
                     f"they mean the first thing they asked about: in standalone_question, "
-                    f'name what the fact is about once, in one phrase ("When was the bridge '
+                    f'name what the fact is about once, in one phrase ("When was the Tern '
                     f'built?")')),
         }
     if source is None or source.id == start.id:

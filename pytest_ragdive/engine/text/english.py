@@ -13,20 +13,10 @@ from collections import Counter
 from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
 
-from .markdown import prose
-
 _WORD = re.compile(r"[\w'-]+", re.UNICODE)
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 STOPWORDS = frozenset(
     ["a", "an", "the", "of", "in", "on", "at", "to", "for", "from", "by", "with", "and", "or", "but", "is", "are", "was", "were", "be", "been", "being", "do", "does", "did", "has", "have", "had", "what", "which", "who", "whom", "whose", "when", "where", "why", "how", "many", "much", "long", "far", "often", "there", "their", "they", "them", "it", "its", "this", "that", "these", "those", "he", "she", "his", "her", "one", "ones", "i", "you", "we", "me", "my", "your", "our", "can", "could", "would", "should", "will", "shall", "may", "might", "must", "about", "into", "than", "then", "so", "if", "not", "no", "yes", "any", "some", "all", "each", "every", "more", "most", "less", "least", "also", "just", "only", "very", "too", "as", "up", "down", "out", "over", "under", "again", "please", "tell", "know", "say", "said", "like", "get", "got"]
-)
-
-
-#: figures written as words, left out where figures are ("two boats", "three days")
-NUMBER_WORDS = frozenset(
-    ["two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
-     "twenty", "thirty", "forty", "fifty", "hundred", "thousand", "million", "billion", "half",
-     "once", "twice", "dozen"]
 )
 
 
@@ -147,10 +137,9 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 
 def supporting_sentences(evidence: str, document: str) -> list[str]:
     """The document's sentences that ``evidence`` may quote: those holding at least half of
-    its content words (a small model shortens and rewords its quotes); a table's row and a
-    list's item are sentences (:func:`.markdown.prose`)."""
+    its content words (a small model shortens and rewords its quotes)."""
     wanted = set(content_words(evidence)) or set(words(evidence))
     return [
-        sentence.strip() for sentence in _SENTENCE.split(prose(document))
+        sentence.strip() for sentence in _SENTENCE.split(document)
         if wanted and len(wanted & set(words(sentence))) >= len(wanted) / 2
     ]

@@ -4,15 +4,11 @@ said (:func:`leans_back`), does not single out its document among its look-alike
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 from ..base.models import Document, GeneratedTurn, Turn
 from ..generation.follow_ups import depends_on_conversation, said_before
 from ..text.english import content_words, is_question, repeated_subject, singles_out
-
-#: a word written as a name: capitalized, not where a sentence starts
-_NAME = re.compile(r"(?<![.?!:]\s)(?<!^)\b[A-Z][\w'-]*")
 
 
 def leans_back(candidate: GeneratedTurn, history: Sequence[Turn],
@@ -59,24 +55,19 @@ def names_its_topic(question: str, document: Document) -> str | None:
             or not singles_out(document.text, document.text, document.others)
             or says_its_title(question, document)):
         return None  # alone, told apart, named, or with no word of its own to be told apart by
-    return ("the question could be about several of the topics a user could mean; name "
-            "the one it asks about, as a user who starts a conversation does")
+    return ("the question could be about several of the services or topics a user could "
+            "mean; name the one it asks about, as a user who starts a conversation does")
 
 
 def says_its_title(question: str, document: Document) -> bool:
-    """Whether ``question`` names its document's title the way users write a name: two or
-    more of its words in a row, one of them in no other document's title ("the Harbour Ferry"
-    names "Brenmouth Harbour Ferry" where the other documents only mention the harbour and
-    the ferry, which their words alone, :func:`~..text.english.singles_out`, cannot tell
-    apart), or one such word written as a name ("What is Kestrel?", even where another
-    document says it is built on Kestrel). A one-word title is its name in any case."""
+    """Whether ``question`` says two or more words of its document's title in a row, one of
+    them in no other document's title: "the Harbour Ferry" names "Brenmouth Harbour Ferry"
+    where the other documents only mention the harbour and the ferry, which their words alone
+    (:func:`~..text.english.singles_out`) cannot tell apart."""
     title = content_words(document.subject or "")
     others = {w for text in document.others
               for w in content_words(Document(id="", text=text).subject or "")}
     asked = " ".join(content_words(question))
-    if any(f" {' '.join(title[i:j])} " in f" {asked} "
-           for i in range(len(title)) for j in range(i + 2, len(title) + 1)
-           if set(title[i:j]) - others):
-        return True
-    named = set(asked.split()) if len(title) == 1 else {w.lower() for w in _NAME.findall(question)}
-    return any(word in named and word not in others for word in title)
+    return any(f" {' '.join(title[i:j])} " in f" {asked} "
+               for i in range(len(title)) for j in range(i + 2, len(title) + 1)
+               if set(title[i:j]) - others)

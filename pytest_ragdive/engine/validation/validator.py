@@ -30,7 +30,7 @@ from ..base.models import (
     Validation,
 )
 from ..base.templates import history_view, render
-from ..generation import follow_ups
+from ..generation import follow_ups, kinds
 from ..profiles import profile as profiles
 from ..text.english import is_english
 from . import checks, conversation, sources
@@ -130,7 +130,8 @@ def _conversation_checks(candidate: GeneratedTurn, group: DocumentGroup, history
     asked, stated = role.asked(candidate)
     if "refers_back" not in skipped:
         found["refers_back"] = conversation.leans_back(asked, history, stated)
-    if "asks_its_fact" not in skipped and candidate.question_type != "cross_document":
+    if ("asks_its_fact" not in skipped and candidate.question_type != "cross_document"
+            and not kinds.asked_by_kind(candidate)):
         found["asks_its_fact"] = checks.asks_its_fact(
             candidate, earlier, follow_ups.said_before(history))
     if "needs_conversation" not in skipped and len(group.documents) == 1:
