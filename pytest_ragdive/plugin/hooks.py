@@ -148,10 +148,11 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtestloop(session: pytest.Session) -> Generator[None, Any, Any]:
     result = yield
-    # on the xdist controller too: its loop ends once every worker's results are merged
+    # on the xdist controller too: its loop ends once every worker's results are merged; an
+    # estimate (--ragdive-estimate) ran no item, so there is nothing to judge
     state = session.config.stash[STATE]
     if state.collection.all_items and not hasattr(session.config, "workerinput") and not (
-            session.shouldstop or session.shouldfail):
+            session.shouldstop or session.shouldfail or state.estimates is not None):
         from .decision import log
 
         log(session, state.judge())

@@ -36,6 +36,8 @@ def add_options(parser: pytest.Parser) -> None:
             kwargs: dict[str, Any] = {"metavar": setting.metavar or setting.name.upper()}
             if setting.choices:
                 kwargs = {"choices": setting.choices}
+            if setting.kind is bool:  # a switch: given, it is true
+                kwargs = {"action": "store_true"}
             group.addoption(setting.flag, dest=f"ragdive_{setting.name}", default=None,
                             help=setting.help, **kwargs)
         if INI in setting.where:

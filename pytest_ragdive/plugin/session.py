@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from ..engine.base.models import Dialogue, Document, DocumentGroup
     from ..engine.conversation.asking import RagAdapter
     from ..llm.client import LLMClient
+    from .estimate import Counted, Estimates
     from .records import BandDoc, FunctionResult, ItemResult
     from .run_record import Outcome
 
@@ -32,6 +33,7 @@ class WorkerOutput(Collected):
     notes: list[str]
     not_english: list[str]
     results: dict[str, dict[str, Any]]  # node id -> ItemResult as JSON
+    estimates: Counted  # --ragdive-estimate: what the worker counted
 
 
 class RagdiveSession:
@@ -50,6 +52,11 @@ class RagdiveSession:
         self.runs = Runs(config, self.options, self.client, self.notes)
         self.outcomes: dict[str, tuple[Outcome, str]] = {}  # node id -> (outcome, message)
         self.started = datetime.now(UTC)
+        self.estimates: Estimates | None = None  # --ragdive-estimate: items counted, not run
+        if self.options.get("estimate"):
+            from .estimate import Estimates
+
+            self.estimates = Estimates(self.options, self.notes, self.calls_made)
 
     # -- settings and shared parts ----------------------------------------------------
 
@@ -74,6 +81,9 @@ class RagdiveSession:
                 structured_output=self.options.get("structured_output"),
             )
         return self._client
+
+    def calls_made(self) -> int:
+        return self._client.calls_made if self._client else 0
 
     def cache_dir(self) -> Path:
         directory = Path(self.options.get("cache_dir"))
@@ -133,9 +143,12 @@ class RagdiveSession:
         self, item: pytest.Item, adapter: RagAdapter, judges: Judges,
         document: Document | DocumentGroup,
     ) -> Dialogue:
+        documents = len(self.collection.all_items.get(function_key(item), [item]))
+        if self.estimates is not None:  # counted, then skipped: no dialogue, no model call
+            self.estimates.count(item, self.settings(item), self.runs.judges(judges), document,
+                                 documents)
         return self.runs.run(item, adapter, judges, document, self.settings(item),
-                             self.collection.later(item),
-                             len(self.collection.all_items.get(function_key(item), [item])))
+                             self.collection.later(item), documents)
 
     # -- checking -----------------------------------------------------------------
 
@@ -184,6 +197,7 @@ class RagdiveSession:
         JSON (read back by :meth:`merge`), its collection and its notes."""
         return {**self.collection.output(), "notes": sorted(self.notes),
                 "not_english": sorted(self.runs.not_english),
+                "estimates": self.estimates.output() if self.estimates else {},
                 "results": {n: r.model_dump(mode="json") for n, r in self.results.items()}}
 
     def merge(self, output: WorkerOutput) -> None:
@@ -195,6 +209,8 @@ class RagdiveSession:
         self.notes.update(output["notes"])
         self.runs.not_english.update(output["not_english"])
         self.collection.merge(output)
+        if self.estimates is not None:
+            self.estimates.merge(output["estimates"])
 
     def judge(self) -> list[pytest.TestReport]:
         """Once every item ran: each test function's verdict as a report of its own (none
@@ -214,8 +230,8 @@ class RagdiveSession:
     def finish(self, interrupted: bool) -> bool:
         """On update write every band at once (none when the run was interrupted) and
         remove unused ones; write the reports. True when the session must fail."""
-        if not self.collection.all_items:
-            return False
+        if not self.collection.all_items or self.estimates is not None:
+            return False  # an estimate writes no band and no report, and removes none
         from . import aggregate, bands
 
         if not self._judged:  # the test loop did not end normally
@@ -262,6 +278,9 @@ class RagdiveSession:
             self.notes.add(f"ragdive report written to {target}")
 
     def summary(self, reporter: Any) -> None:
+        if self.estimates is not None:
+            self.estimates.write(reporter)
+            return
         from .applicable import notes
 
         self.notes.update(notes(self.results))

@@ -174,6 +174,10 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
     Setting("report", str, "", "write the HTML report of the session here: every dialogue "
             "turn by turn, every band as a chart", (CLI,), metavar="PATH"),
     Setting("json", str, "", "write the same content as JSON here", (CLI,), metavar="PATH"),
+    Setting("estimate", bool, False, "run no item: print what the selected ones would take, "
+            "per test function and in total (dialogues, model calls by stage, tokens, price, "
+            "a time range at ragdive_concurrency; docs/cost.md), without a model call",
+            (CLI,), form="a switch (no value)"),
     Setting("structured_output", str, "auto", "how models are asked for JSON: auto finds what "
             "each model's server takes (json_schema, json_object, tools, then text) once per "
             "run; or one of "
