@@ -48,7 +48,7 @@ class Bot:
                                  contexts=given[os.environ.get("CONTEXTS", "none")])
 
 ragdive_document = ragdive.document_fixture([
-    ragdive.Document(id="ferry", text="The ferry leaves the Old Quay every hour. A single "
+    ragdive.Document(id="ferry", text="The ferry leaves the Old Quay every hour. A "
                      "crossing costs two marks. Bicycles travel free on every crossing."),
     ragdive.Document(id=DOC_ID, text=DOC_TEXT),
 ])
