@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -33,6 +34,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "calibrate", help="measure a judge model on labelled cases and write its profile")
     parser.add_argument("--model", required=True, help="litellm model name of the judge")
     parser.add_argument("--api-base", default="", help="the model's server (a served model)")
+    parser.add_argument("--api-key-env", default="", metavar="VARIABLE",
+                        help="the environment variable holding the key the server wants "
+                        "(the key itself never goes on the command line)")
     parser.add_argument("--cases", type=Path, help="your own labelled cases (JSONL, "
                         "docs/judges.md): they replace the shipped ones of their judgements")
     parser.add_argument("--only", action="append", choices=(*JUDGEMENTS, FOLLOW_UPS),
@@ -57,7 +61,12 @@ def main(args: argparse.Namespace) -> int:
     from .engine.profiles.profile import ProfileError, parse
     from .llm.model import Model
 
-    model = Model(args.model, {"api_base": args.api_base} if args.api_base else {})
+    try:
+        model = Model(args.model, _params(args))
+    except KeyError as exc:
+        print(f"error: --api-key-env names {exc}, which is not set: export {exc.args[0]}=<the "
+              "server's key> and run again", file=sys.stderr)
+        return 2
     chosen = args.only or [*JUDGEMENTS, FOLLOW_UPS]
     try:
         own = read(args.cases) if args.cases else []
@@ -77,6 +86,14 @@ def main(args: argparse.Namespace) -> int:
     if args.dry_run:
         return 0
     return _run(args, model, cases, follow_ups)
+
+
+def _params(args: argparse.Namespace) -> dict[str, str]:
+    """The model's litellm params: the server and its key, read from the environment."""
+    params = {"api_base": args.api_base} if args.api_base else {}
+    if args.api_key_env:
+        params["api_key"] = os.environ[args.api_key_env]
+    return params
 
 
 def _run(args: argparse.Namespace, model: Model, cases: Sequence[Case],
