@@ -1,7 +1,7 @@
 """Calibration with the embedded model on a subset of the labelled cases, as the judge
 benchmark measures it, and with the same weights served over HTTP by llama-cpp-python's
-server: the same figures either way, and the served weights, given the embedded model's
-profile by a profile file, hold a 2-turn dialogue with the package defaults.
+server: the same figures either way, and the served weights, named as their file, get the
+embedded model's profile and hold a 3-turn dialogue with the package defaults.
 
 Needs pytest-ragdive[embedded]; about 10 minutes on 2 cores (``-m embedded``)."""
 
@@ -17,8 +17,7 @@ import pytest_ragdive as ragdive
 from pytest_ragdive.engine.conversation.dialogue import run_blocking
 from pytest_ragdive.engine.profiles.calibration import Calibration, calibrate
 from pytest_ragdive.engine.profiles.cases import Case, shipped
-from pytest_ragdive.engine.profiles.files import dumps, load
-from pytest_ragdive.engine.profiles.profile import shipped as shipped_profiles
+from pytest_ragdive.engine.profiles.profile import Profiles
 from pytest_ragdive.llm import embedded
 from pytest_ragdive.llm.cache import ResponseCache
 from pytest_ragdive.llm.client import LLMClient
@@ -30,6 +29,7 @@ pytestmark = [pytest.mark.embedded,
                                  reason="needs pytest-ragdive[embedded]")]
 
 EMBEDDED = "embedded/qwen2.5-coder-1.5b"
+WEIGHTS = "qwen2.5-coder-1.5b-instruct-q4_k_m"
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
@@ -88,14 +88,14 @@ def test_the_served_weights_calibrate_as_the_embedded_runtime_and_hold_a_dialogu
                 measured.at(measured.fitted()), abs=0.15), name
             assert other.decide("logprobs").informative == measured.decide(
                 "logprobs").informative, name
-        # given the embedded model's profile by a profile file, the served weights get its
-        # aids, and hold a 2-turn dialogue with the package defaults
-        path = tmp_path / "profiles.json"
-        path.write_text(dumps({"openai/qwen": shipped_profiles()[EMBEDDED]}))
+        # named as their file, the served weights get the embedded model's profile, and
+        # hold a 3-turn dialogue with the package defaults
+        named = Model(f"openai/{WEIGHTS}", {"api_base": url, "api_key": "local-test-key"})
+        assert Profiles().origin(named.name).endswith(f"for the weights of {EMBEDDED}")
         dialogue = ragdive.run_dialogue(
-            DOC, Bot(), judges=ragdive.Judges(served), turns=2, profiles=load(path),
+            DOC, Bot(), judges=ragdive.Judges(named), turns=3,
             client=LLMClient(ResponseCache(tmp_path / "dialogue", "new"), concurrency=1,
                              timeout=900),
             dialogue_timeout=3600)
     assert "generation" not in dialogue.errors, dialogue.errors
-    assert len(dialogue.turns) == 2
+    assert len(dialogue.turns) == 3

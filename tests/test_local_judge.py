@@ -1,8 +1,10 @@
-"""A judge on the user's own machine: ``calibrate`` reaches a local server that wants a key,
-read from the environment and written nowhere."""
+"""A judge on the user's own machine: served weights the package has a profile of are judged
+by it under the name their server gives them, and ``calibrate`` reaches a local server that
+wants a key, read from the environment and written nowhere."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +13,61 @@ import pytest
 from test_provider_params import _offline, openai_reply
 
 from pytest_ragdive.__main__ import main
+from pytest_ragdive.engine.profiles.files import dumps, load
+from pytest_ragdive.engine.profiles.profile import (
+    Profile,
+    Profiles,
+    default_profile,
+    served_name,
+    shipped,
+)
+from pytest_ragdive.plugin.profiling import described
+
+EMBEDDED = "embedded/qwen2.5-coder-1.5b"
+WEIGHTS = "qwen2.5-coder-1.5b-instruct-q4_k_m"
+
+
+@pytest.mark.parametrize("model", [
+    f"openai/{WEIGHTS}", f"ollama_chat/{WEIGHTS}", f"hosted_vllm/{WEIGHTS}",
+    f"openai//models/{WEIGHTS.upper()}.gguf",
+])
+def test_the_embedded_weights_served_under_their_name_get_the_shipped_profile(
+    model: str
+) -> None:
+    profiles = Profiles()
+    assert profiles.of(model) == shipped()[EMBEDDED]
+    assert profiles.origin(model) == f"shipped with pytest-ragdive for the weights of {EMBEDDED}"
+    assert "scored with its profile shipped with pytest-ragdive for the weights" in described(
+        model, profiles)
+
+
+@pytest.mark.parametrize("model", ["openai/qwen", "openai/qwen2.5-coder-1.5b-instruct-q8_0",
+                                   WEIGHTS, "openai/"])
+def test_other_names_and_other_quantisations_are_uncalibrated(model: str) -> None:
+    profiles = Profiles()
+    assert profiles.of(model) == default_profile()
+    assert profiles.origin(model) == "uncalibrated"
+    assert "is uncalibrated" in described(model, profiles)
+
+
+def test_served_name_is_the_weights_file_after_provider_and_folder() -> None:
+    assert served_name("openai//srv/models/Qwen-1.5B.gguf") == "qwen-1.5b"
+    assert served_name("ollama/qwen2.5-coder:1.5b") == "qwen2.5-coder:1.5b"
+    assert served_name("qwen") == ""
+
+
+def test_a_profile_file_names_served_weights_too_and_comes_first(tmp_path: Path) -> None:
+    mine = Profile(calibrated="today", rewrite_follow_ups=False, served_as=(WEIGHTS,),
+                   judges=shipped()[EMBEDDED].judges)
+    path = tmp_path / "profiles.json"
+    path.write_text(dumps({"my/served": mine}))
+    profiles = load(path)
+    assert profiles.of(f"openai/{WEIGHTS}") == mine
+    assert profiles.origin(f"openai/{WEIGHTS}") == f"from {path} for the weights of my/served"
+    # a profile without served names writes none
+    assert "served_as" not in dumps({"m": Profile()})
+    assert json.loads(dumps({"m": mine}))["profiles"]["m"]["served_as"] == [WEIGHTS]
+
 
 # -------------------------------------------------------------- calibrate against a server
 

@@ -65,9 +65,14 @@ def load(path: Path, shown: str | None = None) -> Profiles:
 def dumps(profiles: Mapping[str, Profile]) -> str:
     """A profile file's text: sorted keys, indent 2, figures rounded."""
     doc = {"format": FORMAT,
-           "profiles": {m: p.model_dump(mode="json")
+           "profiles": {m: p.model_dump(mode="json", exclude=_unset(p))
                         for m, p in sorted(profiles.items())}}
     return json.dumps(_rounded(doc), indent=2, sort_keys=True) + "\n"
+
+
+def _unset(profile: Profile) -> set[str] | None:
+    """What a profile file leaves out: the served names of a profile that has none."""
+    return None if profile.served_as else {"served_as"}
 
 
 def _rounded(value: Any) -> Any:

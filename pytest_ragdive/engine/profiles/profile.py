@@ -91,6 +91,9 @@ class Profile(BaseModel):
     rewrite_follow_ups: bool = True
     follow_ups: str = ""  # what decided the rewriting
     judgements: dict[str, Judgement] = Field(default_factory=dict)
+    #: the names a server gives the same weights (the weights file's, lower case, without
+    #: ``.gguf``): a served model so named is judged by this profile (:func:`served_name`)
+    served_as: tuple[str, ...] = ()
 
     @field_validator("judgements")
     @classmethod
@@ -145,13 +148,33 @@ class Profiles:
         self.source = source
 
     def of(self, model: str) -> Profile:
-        return self.given.get(model) or shipped().get(model) or default_profile()
+        return self._find(model)[1] or default_profile()
 
     def origin(self, model: str) -> str:
         """Where ``model``'s profile comes from, for the run's notes."""
+        found, _ = self._find(model)
+        return found or "uncalibrated"
+
+    def _find(self, model: str) -> tuple[str, Profile | None]:
+        """``model``'s profile by its name, then by the weights it serves (given ones
+        first), and where it comes from."""
+        given = f"from {self.source}" if self.source else "given"
         if model in self.given:
-            return f"from {self.source}" if self.source else "given"
-        return "shipped with pytest-ragdive" if model in shipped() else "uncalibrated"
+            return given, self.given[model]
+        if model in shipped():
+            return "shipped with pytest-ragdive", shipped()[model]
+        name = served_name(model)
+        for origin, profiles in ((given, self.given), ("shipped with pytest-ragdive", shipped())):
+            for weights, profile in profiles.items():
+                if name and name in profile.served_as:
+                    return f"{origin} for the weights of {weights}", profile
+        return "", None
+
+
+def served_name(model: str) -> str:
+    """The name a served ``model`` gives its weights: after the provider and any folder,
+    lower case, without ``.gguf`` (``openai//models/Qwen-1.5B.gguf`` -> ``qwen-1.5b``)."""
+    return model.partition("/")[2].rsplit("/", 1)[-1].lower().removesuffix(".gguf")
 
 
 class ProfileError(ValueError):
