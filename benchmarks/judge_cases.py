@@ -1,6 +1,6 @@
 """The labelled cases the judge benchmark reads (shipped in the package, ``pytest_ragdive/
-judge_cases``: ``pytest_ragdive.engine.profiles.cases``), the statistics it reports (the package's,
-``pytest_ragdive.engine.profiles.agreement``), and its table rows."""
+judge_cases``: ``pytest_ragdive.calibration.cases``), the statistics it reports (the package's,
+``pytest_ragdive.calibration.agreement``), and its table rows."""
 
 from __future__ import annotations
 
@@ -9,8 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_ragdive.engine.base.models import Document
-from pytest_ragdive.engine.profiles.agreement import (  # noqa: F401  (the benchmarks' names)
+from pytest_ragdive.calibration.agreement import (  # noqa: F401  (the benchmarks' names)
     Counts,
     auc,
     balanced,
@@ -18,7 +17,8 @@ from pytest_ragdive.engine.profiles.agreement import (  # noqa: F401  (the bench
     held_out,
     pearson,
 )
-from pytest_ragdive.engine.profiles.cases import HERE as CASES
+from pytest_ragdive.calibration.cases import HERE as CASES
+from pytest_ragdive.engine.base.models import Document
 
 HERE = Path(str(CASES))
 

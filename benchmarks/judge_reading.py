@@ -8,10 +8,10 @@ from typing import Any
 
 from judge_cases import held_out, pearson, row
 
+from pytest_ragdive.calibration import measure as calibration
+from pytest_ragdive.calibration.cases import Case
+from pytest_ragdive.engine.base.profile import Profiles
 from pytest_ragdive.engine.evaluation.binary import BINARY_JUDGES, combine
-from pytest_ragdive.engine.profiles import calibration
-from pytest_ragdive.engine.profiles.cases import Case
-from pytest_ragdive.engine.profiles.profile import Profiles
 from pytest_ragdive.llm.client import LLMClient
 from pytest_ragdive.llm.model import Model
 

@@ -8,7 +8,7 @@
 
 The cases ship with the package (pytest_ragdive/judge_cases, see its README): balanced,
 written from documents of several kinds. Each is scored by the package's calibration core
-(``pytest_ragdive.engine.profiles.calibration``, what ``python -m pytest_ragdive calibrate`` runs),
+(``pytest_ragdive.calibration.measure``, what ``python -m pytest_ragdive calibrate`` runs),
 through the package's own prompts and client, so the numbers are those of the package's
 judges. Printed per judgement: balanced accuracy at the threshold of the model's judge
 profile (the shipped one for the embedded model, else the plain reading), on the
@@ -41,18 +41,18 @@ from judge_reading import (
     verdicts,
 )
 
-from pytest_ragdive.engine.base.models import GeneratedTurn
-from pytest_ragdive.engine.conversation.dialogue import run_blocking
-from pytest_ragdive.engine.evaluation.binary import BINARY_JUDGES, combine, exact_yes
-from pytest_ragdive.engine.evaluation.ragas_metrics import RagasMetrics
-from pytest_ragdive.engine.profiles import calibration
-from pytest_ragdive.engine.profiles.cases import (
+from pytest_ragdive.calibration import measure as calibration
+from pytest_ragdive.calibration.cases import (
     Case,
     Exchange,
     earlier_turns,
     shipped,
     shipped_file,
 )
+from pytest_ragdive.engine.base.models import GeneratedTurn
+from pytest_ragdive.engine.conversation.dialogue import run_blocking
+from pytest_ragdive.engine.evaluation.binary import BINARY_JUDGES, combine, exact_yes
+from pytest_ragdive.engine.evaluation.ragas_metrics import RagasMetrics
 from pytest_ragdive.engine.roles import mistaken, switching, vague
 from pytest_ragdive.engine.roles.registry import role
 from pytest_ragdive.engine.roles.role import Role

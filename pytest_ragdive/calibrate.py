@@ -17,12 +17,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .engine.profiles.profile import JUDGEMENTS
+from .engine.base.profile import JUDGEMENTS
 
 if TYPE_CHECKING:
-    from .engine.profiles.calibration import Calibration
-    from .engine.profiles.cases import Case
-    from .engine.profiles.profile import Profile
+    from .calibration.cases import Case
+    from .calibration.measure import Calibration
+    from .engine.base.profile import Profile
     from .llm.model import Model
 
 #: what ``--only`` takes besides a judgement: the generator's own follow-up messages
@@ -55,10 +55,10 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
 def main(args: argparse.Namespace) -> int:
     """Run the command; 0 on success, 2 when the cases or the profile file are not usable
     (nothing is then written)."""
-    from .engine.profiles.cases import CaseError, read, shipped
-    from .engine.profiles.cost import estimate
-    from .engine.profiles.own_messages import conversations
-    from .engine.profiles.profile import ProfileError, parse
+    from .calibration.cases import CaseError, read, shipped
+    from .calibration.cost import estimate
+    from .calibration.own_messages import conversations
+    from .engine.base.profile import ProfileError, parse
     from .llm.model import Model
 
     try:
@@ -98,11 +98,11 @@ def _params(args: argparse.Namespace) -> dict[str, str]:
 
 def _run(args: argparse.Namespace, model: Model, cases: Sequence[Case],
          follow_ups: Sequence[Case]) -> int:
+    from .calibration.cost import price
+    from .calibration.files import table, write
+    from .calibration.measure import calibrate
+    from .engine.base.profile import Profiles, parse
     from .engine.conversation.dialogue import run_blocking
-    from .engine.profiles.calibration import calibrate
-    from .engine.profiles.cost import price
-    from .engine.profiles.files import table, write
-    from .engine.profiles.profile import Profiles, parse
     from .llm.cache import ResponseCache
     from .llm.client import LLMClient
     from .llm.usage import Usage, usage_scope

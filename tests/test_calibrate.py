@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from pytest_ragdive.__main__ import main
+from pytest_ragdive.calibration.cases import Case, read, shipped
+from pytest_ragdive.calibration.files import load
+from pytest_ragdive.calibration.measure import Measured
 from pytest_ragdive.engine.base.templates import one_line
-from pytest_ragdive.engine.profiles.calibration import Measured
-from pytest_ragdive.engine.profiles.cases import Case, read, shipped
-from pytest_ragdive.engine.profiles.files import load
 from pytest_ragdive.llm.scripted import calls, scripted
 
 #: the judged reply of a prompt, and what the right verdict of each shipped case's is

@@ -14,10 +14,10 @@ import pytest
 from test_http_server import DOC, Bot, server_installed
 
 import pytest_ragdive as ragdive
+from pytest_ragdive.calibration.cases import Case, shipped
+from pytest_ragdive.calibration.measure import Calibration, calibrate
+from pytest_ragdive.engine.base.profile import Profiles
 from pytest_ragdive.engine.conversation.dialogue import run_blocking
-from pytest_ragdive.engine.profiles.calibration import Calibration, calibrate
-from pytest_ragdive.engine.profiles.cases import Case, shipped
-from pytest_ragdive.engine.profiles.profile import Profiles
 from pytest_ragdive.llm import embedded
 from pytest_ragdive.llm.cache import ResponseCache
 from pytest_ragdive.llm.client import LLMClient

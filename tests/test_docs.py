@@ -249,7 +249,7 @@ def test_the_example_gate_table_is_the_file_gate_py_writes() -> None:
 
 def profile_table(model: str) -> str:
     """The rows of a judge model's profile as benchmarks/README.md shows them."""
-    profile = json.loads(text(ROOT / "pytest_ragdive" / "engine" / "profiles" / "profiles.json"))
+    profile = json.loads(text(ROOT / "pytest_ragdive" / "engine" / "base" / "profiles.json"))
     rows = [("| judgement | cases | balanced accuracy [95% CI] | AUC | threshold | informative "
              "| measured on |"), "| --- | --- | --- | --- | --- | --- | --- |"]
     for name, j in sorted(profile["profiles"][model]["judgements"].items()):

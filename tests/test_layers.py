@@ -1,5 +1,6 @@
-"""The package's layers: imports point one way, plugin -> adapters -> engine -> llm, and
-never in a circle.
+"""The package's layers: imports point one way, plugin -> adapters -> engine -> llm (the
+calibration command's work beside the plugin, above the engine), inside the engine one stage
+order, and never in a circle.
 
 Every import statement counts, also those inside functions and under TYPE_CHECKING: a
 lazy import is still a dependency.
@@ -17,8 +18,10 @@ PACKAGE = Path(__file__).resolve().parent.parent / "pytest_ragdive"
 #: layer -> the layers (and third-party roots) it must not import
 FORBIDDEN = {
     "adapters": ("pytest_ragdive.plugin", "pytest", "_pytest", "syrupy", "xdist"),
-    "engine": ("pytest_ragdive.plugin", "pytest_ragdive.adapters", "pytest", "_pytest",
-               "syrupy", "xdist"),
+    "engine": ("pytest_ragdive.plugin", "pytest_ragdive.adapters", "pytest_ragdive.calibration",
+               "pytest", "_pytest", "syrupy", "xdist"),
+    "calibration": ("pytest_ragdive.plugin", "pytest_ragdive.adapters", "pytest", "_pytest",
+                    "syrupy", "xdist"),
     "llm": ("pytest_ragdive.plugin", "pytest_ragdive.engine", "pytest_ragdive.adapters",
             "pytest", "_pytest", "syrupy"),
 }
@@ -78,6 +81,53 @@ def test_a_layer_imports_nothing_above_it(layer: str) -> None:
             if any(target == f or target.startswith(f + ".") for f in FORBIDDEN[layer]):
                 wrong.append(f"{module_name(path)} imports {target}")
     assert not wrong
+
+
+#: the engine's packages from the ground up: each imports only those before it. The roles
+#: extend the stages, so they stand above them.
+STAGES = ("base", "text", "documents", "generation", "validation", "evaluation", "roles",
+          "conversation")
+#: the imports that still run upward, each until the roles are plug-ins (issue 63): the
+#: stages read the registered roles, and base's settings validate a role's name
+UPWARD = {
+    ("pytest_ragdive.engine.base.settings", "pytest_ragdive.engine.roles.registry"),
+    ("pytest_ragdive.engine.evaluation.binary", "pytest_ragdive.engine.roles"),
+    ("pytest_ragdive.engine.evaluation.binary", "pytest_ragdive.engine.roles.registry"),
+    ("pytest_ragdive.engine.evaluation.evaluator", "pytest_ragdive.engine.roles"),
+    ("pytest_ragdive.engine.evaluation.evaluator", "pytest_ragdive.engine.roles.registry"),
+    ("pytest_ragdive.engine.generation.generator", "pytest_ragdive.engine.roles.role"),
+    ("pytest_ragdive.engine.validation.validator", "pytest_ragdive.engine.roles.role"),
+}
+
+
+def stage(module: str) -> int | None:
+    parts = module.split(".")
+    if parts[:2] != ["pytest_ragdive", "engine"] or len(parts) < 3:
+        return None
+    return STAGES.index(parts[2]) if parts[2] in STAGES else None
+
+
+def upward() -> set[tuple[str, str]]:
+    """(module, target) of every import from an engine stage to a later one."""
+    found = set()
+    modules = {module_name(p) for p in PACKAGE.rglob("*.py")}
+    for path in (PACKAGE / "engine").rglob("*.py"):
+        name = module_name(path)
+        for target in imports(path) & modules:
+            here, there = stage(name), stage(target)
+            if here is not None and there is not None and there > here:
+                found.add((name, target))
+    return found
+
+
+def test_every_engine_package_is_a_stage() -> None:
+    packages = {p.name for p in (PACKAGE / "engine").iterdir() if (p / "__init__.py").is_file()}
+    assert packages == set(STAGES)
+
+
+def test_the_engine_stages_import_only_downward() -> None:
+    assert upward() <= UPWARD, sorted(upward() - UPWARD)
+    assert UPWARD <= upward(), f"no longer upward, drop from UPWARD: {sorted(UPWARD - upward())}"
 
 
 def circles(edges: dict[str, set[str]]) -> list[str]:

@@ -13,8 +13,8 @@ import pytest
 from test_provider_params import _offline, openai_reply
 
 from pytest_ragdive.__main__ import main
-from pytest_ragdive.engine.profiles.files import dumps, load
-from pytest_ragdive.engine.profiles.profile import (
+from pytest_ragdive.calibration.files import dumps, load
+from pytest_ragdive.engine.base.profile import (
     Profile,
     Profiles,
     default_profile,

@@ -72,6 +72,19 @@ def test_every_data_file_of_the_package_ships_in_the_wheel() -> None:
     assert "pytest_ragdive.plugin" in folders  # the check sees the subpackages
 
 
+def test_pyproject_lists_every_package_and_only_those() -> None:
+    """A package folder left out of ``packages`` is missing from the wheel; one listed that
+    no longer exists stops the build."""
+    tomllib = pytest.importorskip("tomllib")
+    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    mapped = tuple(setuptools["package-dir"])  # the prompt folders: templates, no code
+    listed = {name for name in setuptools["packages"] if not name.startswith(mapped)}
+    found = {".".join(init.parent.relative_to(ROOT).parts)
+             for init in (ROOT / "pytest_ragdive").rglob("__init__.py")}
+    assert listed == found, (f"not listed: {sorted(found - listed)}; "
+                             f"listed, not there: {sorted(listed - found)}")
+
+
 def test_the_files_pyproject_promises_exist() -> None:
     """Every data file named without a pattern ships (``py.typed``), and the license
     pyproject.toml declares is in the LICENSE file."""

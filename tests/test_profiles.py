@@ -8,13 +8,9 @@ from pathlib import Path
 import pytest
 
 import pytest_ragdive as ragdive
+from pytest_ragdive.calibration.files import dumps, judges_digest, legacy, load, table
 from pytest_ragdive.engine.base.models import GeneratedTurn, RagAnswer, Turn
-from pytest_ragdive.engine.base.settings import SETTINGS, scored_metrics
-from pytest_ragdive.engine.conversation.dialogue import run_blocking
-from pytest_ragdive.engine.evaluation.binary import BINARY_JUDGES
-from pytest_ragdive.engine.generation.generator import generate_turn
-from pytest_ragdive.engine.profiles.files import dumps, judges_digest, legacy, load, table
-from pytest_ragdive.engine.profiles.profile import (
+from pytest_ragdive.engine.base.profile import (
     BINARY,
     JUDGEMENTS,
     MIN_ACCURACY,
@@ -27,6 +23,10 @@ from pytest_ragdive.engine.profiles.profile import (
     scope,
     shipped,
 )
+from pytest_ragdive.engine.base.settings import SETTINGS, scored_metrics
+from pytest_ragdive.engine.conversation.dialogue import run_blocking
+from pytest_ragdive.engine.evaluation.binary import BINARY_JUDGES
+from pytest_ragdive.engine.generation.generator import generate_turn
 from pytest_ragdive.engine.roles.registry import role
 from pytest_ragdive.engine.validation.validator import QUESTIONS, model_checks
 from pytest_ragdive.llm.cache import ResponseCache
@@ -200,6 +200,6 @@ def test_a_stale_or_missing_profile_file_is_an_error(tmp_path: Path) -> None:
 
 def test_the_profile_file_round_trips_and_the_docs_show_the_embedded_one() -> None:
     assert parse(dumps(shipped()), "x") == shipped()
-    assert (ROOT / "pytest_ragdive/engine/profiles/profiles.json").read_text() == dumps(shipped())
+    assert (ROOT / "pytest_ragdive/engine/base/profiles.json").read_text() == dumps(shipped())
     page = (ROOT / "docs" / "judges.md").read_text(encoding="utf-8")
     assert table(shipped()[EMBEDDED]) in page, "docs/judges.md shows another embedded profile"

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_ragdive.engine.profiles.files import dumps, judges_digest
-from pytest_ragdive.engine.profiles.profile import Judgement, Profile
+from pytest_ragdive.calibration.files import dumps, judges_digest
+from pytest_ragdive.engine.base.profile import Judgement, Profile
 
 ALPHA = Path("__ragdive__") / "test_bot" / "test_bot[alpha].json"
 CHANCE = Judgement(informative=False, balanced_accuracy=0.55, interval=(0.4, 0.7),

@@ -13,7 +13,7 @@ ENGINE = PACKAGE / "engine"
 #: the engine's packages: the paper's three stages, the dialogue that runs them, the roles,
 #: and what they share
 STAGES = {"generation", "validation", "evaluation"}
-ENGINE_PACKAGES = STAGES | {"conversation", "roles", "base", "documents", "profiles", "text"}
+ENGINE_PACKAGES = STAGES | {"conversation", "roles", "base", "documents", "text"}
 LONGEST_FUNCTION = 60
 LONGEST_MODULE = 320
 

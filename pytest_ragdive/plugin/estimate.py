@@ -97,8 +97,8 @@ class Estimates:
               document: Document | DocumentGroup, documents: int) -> NoReturn:
         """Count ``item``'s dialogues about ``document`` (one of its test function's
         ``documents``) with these ``judges``, then skip it."""
+        from ..engine.base.profile import scope
         from ..engine.conversation.expected import expected_calls
-        from ..engine.profiles.profile import scope
         from ..engine.validation.validator import model_checks
         from .profiling import judged
 
@@ -208,7 +208,7 @@ def _tokens(figures: Figures) -> str:
 def _price(figures: Figures) -> str:
     """The price of the tokens by model, from litellm's price table; a model it has no
     price for is named "price unknown"."""
-    from ..engine.profiles.cost import price
+    from ..calibration.cost import price
     from ..llm.model import Model
 
     known: dict[str, float] = {}

@@ -17,8 +17,8 @@ import pytest
 from ..engine.base.settings import CLI, INI, MARKER, SETTINGS, SettingError, check, default, parse
 
 if TYPE_CHECKING:
+    from ..engine.base.profile import Profiles
     from ..engine.documents.openers import Opener
-    from ..engine.profiles.profile import Profiles
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -114,8 +114,8 @@ class Options:
         to the rootdir) over the shipped ones, read once; a missing, malformed or stale file
         is a usage error."""
         if self._profiles is None:
-            from ..engine.profiles.files import ProfileError, load
-            from ..engine.profiles.profile import Profiles
+            from ..calibration.files import ProfileError, load
+            from ..engine.base.profile import Profiles
 
             path = self.get("profiles")
             try:

@@ -1,4 +1,4 @@
-"""The judge profiles of a session (:mod:`..engine.profiles`): an item's settings judged by
+"""The judge profiles of a session (:mod:`~pytest_ragdive.engine.base.profile`): an item's settings judged by
 them, what the summary says of them, and a band scored with other profiles, which is
 stale."""
 
@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ..engine.base.judges import Judges
-    from ..engine.profiles.profile import Profiles
+    from ..engine.base.profile import Profiles
     from .options import ItemSettings
     from .records import ProducedBy
 
@@ -39,7 +39,7 @@ def judged(chosen: ItemSettings, judges: Judges, profiles: Profiles,
 
 def described(model: str, profiles: Profiles) -> str:
     """What the summary says of ``model``'s judge profile."""
-    from ..engine.profiles.profile import COMMAND
+    from ..engine.base.profile import COMMAND
 
     origin = profiles.origin(model)
     if origin == "uncalibrated":
@@ -55,13 +55,13 @@ def described(model: str, profiles: Profiles) -> str:
 def stale_profiles(recorded: ProducedBy, produced: ProducedBy) -> str | None:
     """Why a band whose ``recorded`` produced_by holds other judge profiles than this run's
     cannot judge it; a band from before profiles, which records none, was scored as
-    :func:`..engine.profile_files.legacy` says (the shipped profile, for the embedded model)."""
+    :func:`~pytest_ragdive.calibration.files.legacy` says (the shipped profile, for the embedded model)."""
     now = produced.profiles
     before = recorded.profiles
     if now is None or before == now:
         return None
     if before is None:
-        from ..engine.profiles.files import legacy
+        from ..calibration.files import legacy
 
         before = {label: legacy(label.split(" @ ")[0]).record()
                   for label in sorted(set((recorded.judges or {}).values()))}

@@ -20,7 +20,7 @@ from .forms import EXAMPLE, GROUP_FORM, check_group, check_limits, parse_limits
 from .metrics import METRICS, MULTI_TURN_METRICS, ROLE_METRICS
 
 if TYPE_CHECKING:
-    from ..profiles.profile import Profiles
+    from .profile import Profiles
 
 #: The metrics scored by default in every role.
 EVERY_ROLE = tuple(m for m in METRICS if m not in ROLE_METRICS)
@@ -295,7 +295,7 @@ def scored_metrics(
     if metrics is None:
         at_chance: dict[str, Any] = {}
         if judge:
-            from ..profiles.profile import Profiles
+            from .profile import Profiles
 
             at_chance = (profiles or Profiles()).of(judge).left_out()
         chosen = tuple(m for m in (*default("metrics"), *own) if m not in at_chance)

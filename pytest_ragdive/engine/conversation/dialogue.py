@@ -18,11 +18,11 @@ from ..base.errors import DialogueError, DocumentExhausted, GenerationError
 from ..base.judges import Judges
 from ..base.metrics import MULTI_TURN_METRICS, ROLE_METRICS
 from ..base.models import Dialogue, Document, DocumentGroup, Message, Turn
+from ..base.profile import Profiles, scope
 from ..base.settings import check_all, default, scored_metrics
 from ..documents.openers import Opener, opener_for
 from ..evaluation.evaluator import evaluate
 from ..generation.exhausted import RAN_OUT
-from ..profiles.profile import Profiles, scope
 from ..roles import registry
 from ..validation.validator import model_checks
 from .asking import RagAdapter, ask, start
@@ -70,7 +70,7 @@ async def arun_dialogue(
     conversation. ``seed`` seeds the generator's sampling; a new seed gives a new
     conversation, the same seed replays the cached one. With ``openers`` (real users' first
     messages, :mod:`.openers`), turn 1 is one of them, drawn by seed. ``profiles``
-    (:mod:`.profiles`; default: the shipped ones) say what each judge model is trusted with:
+    (:mod:`.profile`; default: the shipped ones) say what each judge model is trusted with:
     the metrics left out, the validator's checks, the thresholds, the rewritten messages.
     With ``hold_short``, a document with no fact left to ask about ends the dialogue
     (``dialogue.ended_early``), scored on the turns held (less the follow-up metrics after one).

@@ -22,10 +22,10 @@ from pydantic import BaseModel, ConfigDict
 
 from ..base.metrics import MULTI_TURN_METRICS, ROLE_METRICS
 from ..base.models import Document, DocumentGroup, GeneratedTurn, RagAnswer, Turn
+from ..base.profile import RAGAS
 from ..base.templates import history_view, render
+from ..base.tokens import CHARS_PER_TOKEN, GENERATOR_REPLY, RAGAS_PROMPT, RAGAS_REPLY
 from ..evaluation.binary import judge_of, judge_prompts
-from ..profiles.cost import CHARS_PER_TOKEN, GENERATOR_REPLY, RAGAS_PROMPT, RAGAS_REPLY
-from ..profiles.profile import RAGAS
 from ..roles import registry
 from ..validation.validator import FIRST_TURN, QUESTIONS, check_prompt
 

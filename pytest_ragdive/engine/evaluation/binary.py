@@ -1,6 +1,6 @@
 """The binary judges: each judgement's yes/no question, its prompts, and how its answers
 combine into one P(yes) (:class:`BinaryJudge`). The P(yes) from which an answer is yes is
-the judge model's, in its profile (:mod:`.profiles`), calibrated on the labelled cases of
+the judge model's, in its profile (:mod:`.profile`), calibrated on the labelled cases of
 ``pytest_ragdive/judge_cases`` (``python -m pytest_ragdive calibrate``)."""
 
 from __future__ import annotations

@@ -5,9 +5,9 @@ with this project's prompts (the paper's adapted Aspect Critic), and so are the 
 scored only on their turns: ``premise_corrected`` on those that state a false premise,
 ``clarified`` on those whose question has several readings; ``faithfulness``,
 ``context_precision`` and ``context_recall`` are ragas 0.4.3 metrics whose model
-calls go through the same :class:`~pytest_ragdive.llm.LLMClient` and cache. The binary
+calls go through the same :class:`~pytest_ragdive.llm.client.LLMClient` and cache. The binary
 judges' questions are in :mod:`.binary` and the roles', the P(yes) from which each answer is yes in the
-evaluator model's judge profile (:mod:`.profiles`). A dialogue's score is the mean over its turns; a
+evaluator model's judge profile (:mod:`.profile`). A dialogue's score is the mean over its turns; a
 turn that cannot be scored makes the metric an error of the dialogue, not a mean over the
 others.
 """
@@ -23,7 +23,7 @@ from ...llm.errors import ModelError, ReplyError
 from ...llm.model import Model
 from ..base.metrics import MULTI_TURN_METRICS
 from ..base.models import Dialogue, DocumentGroup, Judgement, Turn
-from ..profiles.profile import of as profile_of
+from ..base.profile import of as profile_of
 from ..roles import registry
 from .binary import combine, exact_yes, judge_of, judge_prompts, shown
 from .ragas_metrics import CONTEXTS_FIX, RAGAS_METRICS, RagasMetrics

@@ -1,5 +1,5 @@
 """ragas 0.4.3's faithfulness, context precision and context recall, with their model
-calls through the package's :class:`~pytest_ragdive.llm.LLMClient` and cache."""
+calls through the package's :class:`~pytest_ragdive.llm.client.LLMClient` and cache."""
 
 from __future__ import annotations
 

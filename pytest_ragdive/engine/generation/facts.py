@@ -16,7 +16,7 @@ document: a follow-up asks about a document no turn asked about yet while there 
 is a ``cross_document`` turn with probability ``CROSS_SHARE`` (one fact of the last turn's
 document and one of another, the second sharing a word with the first where one does), else
 about any document of the group. A premise (role ``mistaken``) states one fact, and the
-readings of a vague question (role ``vague``, :mod:`.readings`) are facts of one document,
+readings of a vague question (role ``vague``, :mod:`.vague`) are facts of one document,
 so those roles have no cross-document turns.
 """
 
@@ -50,7 +50,7 @@ def facts(document: Document) -> list[str]:
     left out. Of a document with more than :data:`MOST_FACTS` (a long manual, an export),
     its distinct ones sampled from the whole, every k-th in order, the same in every run:
     a dialogue asks about a handful, and choosing one compares facts with each other
-    (:func:`next_fact`, :mod:`.readings`), at a cost that grew with the square of the
+    (:func:`next_fact`, :mod:`.vague`), at a cost that grew with the square of the
     document's length."""
     return list(_facts(document.text))
 
@@ -83,7 +83,7 @@ def quoted_from(turn: GeneratedTurn, document: Document) -> list[str]:
 def used_facts(every: Sequence[str], history: Sequence[Turn], document: Document) -> set[str]:
     """The sentences of ``every`` (facts of ``document``) that earlier turns asked about:
     those their evidence quotes of it, and the readings of a vague turn about it
-    (:mod:`.readings`)."""
+    (:mod:`.vague`)."""
     return {s for t in history
             for s in [*(q for quote in quoted_from(t.generated, document)
                         for q in supporting_sentences(quote, " ".join(every))),
@@ -147,7 +147,7 @@ def next_fact(document: Document, history: Sequence[Turn], seed: int,
               alike: bool = False) -> str:
     """The fact the next turn asks about (see the module); with ``eligible``, one it
     accepts where the document has any (one that holds a figure, for a false premise,
-    :mod:`.premises`; one with readings, :mod:`.readings`); with ``about``, one related to
+    :mod:`.mistaken`; one with readings, :mod:`.vague`); with ``about``, one related to
     that text instead of to the last turn; with ``alike``, one of a kind not asked yet, else
     one of :func:`look_alikes`."""
     every = facts(document) or [document.text.strip()]

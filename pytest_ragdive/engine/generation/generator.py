@@ -9,8 +9,8 @@ from pydantic import BaseModel
 from ...llm.client import LLMClient
 from ...llm.model import Model
 from ..base.models import Document, DocumentGroup, GeneratedTurn, Turn
+from ..base.profile import rewrites
 from ..base.templates import history_view, render
-from ..profiles.profile import rewrites
 from ..text.english import is_english
 from .facts import Asked
 from .follow_ups import anchored, depends_on_conversation, follow_up, said_before, unnamed

@@ -2,7 +2,7 @@
 
 A small model quotes whole sentences as answer keys ("The club was founded in 2011 and has
 240 cars, 90 of them electric" for "When was the club founded?"): correctness asks about
-the parts the question asks (:mod:`.questions`). English patterns, like the exact checks.
+the parts the question asks (:mod:`.binary`). English patterns, like the exact checks.
 """
 
 from __future__ import annotations

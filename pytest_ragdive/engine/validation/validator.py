@@ -5,10 +5,10 @@ leave out what tells its document apart from the others, does it ask about its f
 it ask again, is its evidence in the document, does it name "the document"; does a premise
 turn state a premise the document refutes, does a vague turn leave its readings open, does
 a return turn leave its topic unnamed) are decided by code in
-:mod:`.checks`, :mod:`.follow_ups`, :mod:`.premises`, :mod:`.readings`, :mod:`.switching`
+:mod:`.checks`, :mod:`.follow_ups`, :mod:`.mistaken`, :mod:`.vague`, :mod:`.switching`
 and :mod:`.sources`. The rest are yes/no questions to the validator model, each read from
 the probability of "yes" against the threshold of the model's judge profile, and asked
-only where that profile found them informative (:mod:`.profiles`); they share one prompt up
+only where that profile found them informative (:mod:`.profile`); they share one prompt up
 to the question, so a model that keeps prompt prefixes evaluates the document and the
 conversation once.
 """
@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from ...llm.client import LLMClient
 from ...llm.model import Model
+from ..base import profile as profiles
 from ..base.models import (
     Document,
     DocumentGroup,
@@ -31,7 +32,6 @@ from ..base.models import (
 )
 from ..base.templates import history_view, render
 from ..generation import follow_ups, kinds
-from ..profiles import profile as profiles
 from ..text.english import is_english
 from . import checks, conversation, sources
 

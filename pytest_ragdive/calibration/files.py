@@ -1,4 +1,4 @@
-"""Profile files: the JSON form of judge profiles (:mod:`.profiles`), read and checked
+"""Profile files: the JSON form of judge profiles (:mod:`~pytest_ragdive.engine.base.profile`), read and checked
 whole (a missing, malformed or stale file is one error naming it and the fix), and
 written so that they read well in a review.
 
@@ -22,8 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ...files import atomic_write_text
-from .profile import (
+from ..engine.base.profile import (
     COMMAND,
     PLAIN,
     RAGAS,
@@ -35,6 +34,7 @@ from .profile import (
     parse,
     shipped,
 )
+from ..files import atomic_write_text
 
 FORMAT = 1
 
@@ -100,8 +100,8 @@ def judges_digest() -> str:
     checks. A profile calibrated with other ones is stale."""
     from importlib.resources import files
 
-    from ..evaluation.binary import BINARY_JUDGES as judges
-    from ..validation.validator import QUESTIONS
+    from ..engine.evaluation.binary import BINARY_JUDGES as judges
+    from ..engine.validation.validator import QUESTIONS
 
     folder = files("pytest_ragdive.prompts")
     names = [*judges, "validator", "conversation"]
@@ -117,7 +117,7 @@ def legacy(model: str) -> Profile:
     then, which records no profile, was scored so."""
     if model in shipped():
         return shipped()[model]
-    from ..evaluation.binary import BINARY_JUDGES
+    from ..engine.evaluation.binary import BINARY_JUDGES
 
     judgements = {m: Judgement(informative=True, threshold=j.threshold)
                   for m, j in BINARY_JUDGES.items()}
@@ -133,7 +133,7 @@ _READ = {"logprobs": "first-token P(yes)", "text": "the reply's first word",
 
 def table(profile: Profile) -> str:
     """A profile as a Markdown table, one judgement a row."""
-    from .profile import JUDGEMENTS
+    from ..engine.base.profile import JUDGEMENTS
 
     def interval(pair: tuple[float, float] | None) -> str:
         return f" [{pair[0]:.2f}, {pair[1]:.2f}]" if pair else ""

@@ -18,8 +18,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
-from ..base.models import Document, GeneratedTurn, RagAnswer, Turn
-from .profile import JUDGEMENTS
+from ..engine.base.models import Document, GeneratedTurn, RagAnswer, Turn
+from ..engine.base.profile import JUDGEMENTS
 
 #: the fields a case of each judgement needs besides ``judgement`` and ``label``
 REQUIRED: dict[str, tuple[str, ...]] = {

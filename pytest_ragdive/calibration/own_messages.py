@@ -9,11 +9,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
-from ...llm.client import LLMClient
-from ...llm.errors import ReplyError
-from ...llm.model import Model
+from ..engine.base.profile import Profiles, default_profile, scope
+from ..llm.client import LLMClient
+from ..llm.errors import ReplyError
+from ..llm.model import Model
 from .cases import Case, documents, shipped
-from .profile import Profiles, default_profile, scope
 
 
 def conversations(per_document: int = 1) -> list[Case]:
@@ -31,10 +31,10 @@ async def own_messages_kept(client: LLMClient, model: Model,
     """Of the follow-ups ``model`` writes for ``cases``' conversations (seed 0, at the
     generator's temperature), how many messages lean on the conversation as written
     (:func:`.follow_ups.chat_message` keeps them), and how many it wrote."""
-    from ..base.judges import Judges
-    from ..generation.follow_ups import chat_message, said_before
-    from ..generation.generator import generate_turn
-    from ..roles.registry import role
+    from ..engine.base.judges import Judges
+    from ..engine.generation.follow_ups import chat_message, said_before
+    from ..engine.generation.generator import generate_turn
+    from ..engine.roles.registry import role
 
     sources = documents("documents")
     unaided = Profiles({model.name: default_profile().model_copy(

@@ -6,18 +6,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ...llm.model import Model
-from ..base.models import Document
+from ..engine.base.models import Document
+from ..engine.base.tokens import (
+    CHARS_PER_TOKEN,
+    GENERATOR_PROMPT,
+    GENERATOR_REPLY,
+    RAGAS_PROMPT,
+    RAGAS_REPLY,
+)
+from ..llm.model import Model
 from .cases import Case, documents
-
-#: characters per token, for an estimate of English prompts
-CHARS_PER_TOKEN = 4
-#: tokens of one of ragas' calls: its instructions and examples are repeated in every call,
-#: ~1,200 prompt tokens (benchmarks/README.md: 70% of a 3-turn dialogue's ~31k prompt
-#: tokens in 18 ragas calls), and a JSON reply of a few statements
-RAGAS_PROMPT, RAGAS_REPLY = 1200, 150
-#: the generator's prompt besides the document and the conversation, and its JSON reply
-GENERATOR_PROMPT, GENERATOR_REPLY = 700, 80
 
 
 @dataclass(frozen=True)
@@ -37,8 +35,8 @@ class Estimate:
 
 def _calls(case: Case) -> list[str]:
     """The prompts of one case's model calls (ragas' stand as one placeholder each)."""
-    from ..evaluation.binary import exact_yes, judge_prompts
-    from ..validation import validator
+    from ..engine.evaluation.binary import exact_yes, judge_prompts
+    from ..engine.validation import validator
 
     turn, earlier = case.turns()
     if case.judgement.startswith("validator."):
@@ -79,7 +77,7 @@ def estimate(model: Model, cases: Sequence[Case], follow_ups: Sequence[Case] = (
 
 def price(model: Model, prompt_tokens: int, completion_tokens: int) -> float | None:
     """The price litellm knows for these tokens of ``model``; None when it knows none."""
-    from ...llm.library import import_litellm
+    from ..llm.library import import_litellm
 
     litellm = import_litellm()
     try:

@@ -8,7 +8,7 @@ decided it; and whether the model's follow-up messages need rewriting
 finds uninformative is left out of the default metrics, the validator model is asked the
 checks its profile finds informative, the generator's messages are rewritten only when its
 profile says so. Profiles are written by ``python -m pytest_ragdive calibrate``
-(:mod:`.calibration`) into a profile file (:func:`parse`, :mod:`.profile_files`); the
+(:mod:`pytest_ragdive.calibration`) into a profile file (:func:`parse`, :mod:`pytest_ragdive.calibration.files`); the
 embedded model's ships with the package (``profiles.json`` here). A model with none is
 judged by :func:`default_profile`: every check asked, every threshold at the plain reading.
 """
@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 if TYPE_CHECKING:
     from ...llm.model import Model
 
-#: the binary judges' metrics (:mod:`.questions`), ragas' metrics, the validator's model checks
+#: the binary judges' metrics (:mod:`.binary`), ragas' metrics, the validator's model checks
 BINARY = ("correctness", "forgetfulness", "context_retention", "premise_corrected", "clarified")
 RAGAS = ("faithfulness", "context_precision", "context_recall")
 VALIDATOR = ("validator.standalone", "validator.same_meaning", "validator.answer_supported",
@@ -182,7 +182,7 @@ class ProfileError(ValueError):
 
 
 class ProfileFile(BaseModel):
-    """A profile file's form (:mod:`.profile_files`)."""
+    """A profile file's form (:mod:`pytest_ragdive.calibration.files`)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -210,7 +210,7 @@ def shipped() -> dict[str, Profile]:
     from importlib.resources import files
 
     text = files(__package__).joinpath("profiles.json").read_text(encoding="utf-8")
-    return parse(text, "pytest_ragdive/engine/profiles/profiles.json")
+    return parse(text, "pytest_ragdive/engine/base/profiles.json")
 
 
 _current: contextvars.ContextVar[Profiles | None] = contextvars.ContextVar(

@@ -1,6 +1,6 @@
 """Calibrating a judge model: each labelled case scored through the package's own prompts
 and client, a threshold fitted on the development cases, the figures held out, and the
-profile they make (:mod:`.profiles`). ``benchmarks/judges.py`` and ``python -m
+profile they make (:mod:`.profile`). ``benchmarks/judges.py`` and ``python -m
 pytest_ragdive calibrate`` both measure with this module."""
 
 from __future__ import annotations
@@ -10,26 +10,26 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ...llm.client import LLMClient
-from ...llm.errors import ReplyError
-from ...llm.model import Model
-from ..base.models import Document
+from ..engine.base.models import Document
+from ..engine.base.profile import MIN_ACCURACY, RAGAS, Judgement, Profile, Reading
+from ..llm.client import LLMClient
+from ..llm.errors import ReplyError
+from ..llm.model import Model
 from .agreement import Counts, auc, auc_interval, best_threshold, held_out
 from .cases import Case
 from .files import judges_digest
-from .profile import MIN_ACCURACY, RAGAS, Judgement, Profile, Reading
 
 if TYPE_CHECKING:
-    from ..evaluation.ragas_metrics import RagasMetrics
+    from ..engine.evaluation.ragas_metrics import RagasMetrics
 
 #: a ragas score reads as a verdict of 1 from here (every claim supported, ...)
 RAGAS_ONE = 0.999
 
 
 async def answers(client: LLMClient, model: Model, case: Case) -> list[float]:
-    """P(yes) of each question the case's binary judge asks (:func:`.questions.judge_prompts`),
+    """P(yes) of each question the case's binary judge asks (:func:`.binary.judge_prompts`),
     told what the case's document is about where the case says it."""
-    from ..evaluation.binary import judge_prompts
+    from ..engine.evaluation.binary import judge_prompts
 
     turn, earlier = case.turns()
     prompts = judge_prompts(case.judgement, turn, earlier, case.subject)
@@ -43,8 +43,8 @@ async def score(client: LLMClient, model: Model, case: Case,
     exact check says yes to), the validator check's P(yes), or ragas' score (``ragas``: a
     :class:`.ragas_metrics.RagasMetrics`; an unscored turn reads 0.5); None when the model
     gave no yes/no answer."""
-    from ..evaluation.binary import combine, exact_yes
-    from ..validation import validator
+    from ..engine.evaluation.binary import combine, exact_yes
+    from ..engine.validation import validator
 
     try:
         if case.judgement in RAGAS:
@@ -109,7 +109,7 @@ class Measured:
 
     def decide(self, reading: Reading) -> Judgement:
         """The profile's entry: the fitted threshold, and whether its verdicts held out are
-        informative (:data:`.profiles.MIN_ACCURACY`, a 95% interval above chance)."""
+        informative (:data:`.profile.MIN_ACCURACY`, a 95% interval above chance)."""
         threshold = self.fitted()
         scores, yes, groups = self.part(False)
         if any(self.held):
@@ -142,7 +142,7 @@ class Measured:
 def measured(judgement: str, cases: Sequence[Case], scores: Sequence[float | None]
              ) -> Measured:
     """The scores of ``judgement``'s cases as :class:`Measured` (unscored ones left out)."""
-    from ..evaluation.binary import BINARY_JUDGES
+    from ..engine.evaluation.binary import BINARY_JUDGES
 
     inverted = judgement in BINARY_JUDGES and not BINARY_JUDGES[judgement].yes_scores_one
     kept = [(c, s) for c, s in zip(cases, scores, strict=True) if s is not None]
@@ -197,7 +197,7 @@ async def calibrate(client: LLMClient, model: Model, cases: Sequence[Case],
 
     ragas = None
     if any(c.judgement in RAGAS for c in cases):
-        from ..evaluation.ragas_metrics import RagasMetrics
+        from ..engine.evaluation.ragas_metrics import RagasMetrics
 
         ragas = RagasMetrics(client, model)
     got = await asyncio.gather(*(score(client, model, c, ragas) for c in cases))
