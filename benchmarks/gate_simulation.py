@@ -155,8 +155,7 @@ def simulate(job: Job) -> Counts:
                               for doc, r in by_doc.items()} for m, by_doc in drawn.items()}
             base_seeds = {m: {doc: list(range(job.runs)) for doc in by_doc}
                           for m, by_doc in base.items()}
-            verdicts = decide(base, drawn, alpha=job.alpha, baseline_seeds=base_seeds,
-                              candidate_seeds=runs_seeds)
+            verdicts = decide(base, drawn, alpha=job.alpha, seeds=(base_seeds, runs_seeds))
             used = int(sum(most if left else 1 for left in leaves)) / job.docs
         else:
             verdicts = decide(base, by_metric(candidate[:, :, :job.k]), alpha=job.alpha)

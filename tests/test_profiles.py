@@ -26,7 +26,7 @@ from pytest_ragdive.engine.base.profile import (
 from pytest_ragdive.engine.base.settings import SETTINGS, scored_metrics
 from pytest_ragdive.engine.conversation.dialogue import run_blocking
 from pytest_ragdive.engine.evaluation.binary import BINARY_JUDGES
-from pytest_ragdive.engine.generation.generator import generate_turn
+from pytest_ragdive.engine.generation.generator import Writer, generate_turn
 from pytest_ragdive.engine.roles.registry import role
 from pytest_ragdive.engine.validation.validator import QUESTIONS, model_checks
 from pytest_ragdive.llm.cache import ResponseCache
@@ -156,8 +156,8 @@ def test_a_message_is_rewritten_only_for_a_model_whose_profile_needs_it(tmp_path
     def message(profiles: Profiles) -> str:
         async def write() -> str:
             with scope(profiles):
-                turn = await generate_turn(client, model, document=DOC, role=role("precise"),
-                                           history=history, temperature=0.7, seed=0)
+                turn = await generate_turn(Writer(client, model, 0.7), document=DOC,
+                                           role=role("precise"), history=history, seed=0)
             return turn.rag_input
         return run_blocking(write())
 

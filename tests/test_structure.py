@@ -60,6 +60,27 @@ def test_no_function_or_module_is_too_long() -> None:
     assert not long and not big, "split these:\n  " + "\n  ".join(long + big)
 
 
+#: the most parameters a function takes; what one step hands the next is one typed value
+MOST_PARAMETERS = 8
+#: the public signatures users call with keywords, which stay as they are
+WIDE_PUBLIC = {"pytest_ragdive/engine/conversation/dialogue.py:arun_dialogue",
+               "pytest_ragdive/adapters/http.py:__init__"}
+
+
+def _parameters(function: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    given = function.args
+    names = [*given.posonlyargs, *given.args, *given.kwonlyargs]
+    return len(names) - bool(names and names[0].arg in ("self", "cls"))
+
+
+def test_no_function_takes_more_than_eight_parameters() -> None:
+    wide = [f"{where} ({_parameters(f)} parameters)"
+            for p in sorted(PACKAGE.rglob("*.py")) for f in _functions(p)
+            if _parameters(f) > MOST_PARAMETERS
+            and (where := f"{p.relative_to(ROOT)}:{f.name}") not in WIDE_PUBLIC]
+    assert not wide, "pass a typed value instead:\n  " + "\n  ".join(wide)
+
+
 def test_the_layout_map_in_the_docs_is_the_tree() -> None:
     spec = importlib.util.spec_from_file_location("layout", ROOT / "docs" / "layout.py")
     assert spec and spec.loader

@@ -287,7 +287,7 @@ def test_the_labelled_cases_are_vague_turns_as_the_role_writes_them() -> None:
 
 def test_the_generator_asks_about_one_reading_as_about_any_fact(tmp_path) -> None:
     from pytest_ragdive.engine.conversation.dialogue import run_blocking
-    from pytest_ragdive.engine.generation.generator import generate_turn
+    from pytest_ragdive.engine.generation.generator import Writer, generate_turn
     from pytest_ragdive.llm.cache import ResponseCache
     from pytest_ragdive.llm.client import LLMClient
     from pytest_ragdive.llm.model import Model
@@ -305,8 +305,8 @@ def test_the_generator_asks_about_one_reading_as_about_any_fact(tmp_path) -> Non
         ground_truth="Bins and tickets.", question_type="initial",
         evidence="Brenmouth runs household bins and city tickets."))
     turn = run_blocking(generate_turn(
-        LLMClient(ResponseCache(tmp_path)), Model(model), document=Document(id="t", text=TOWN),
-        role=ROLE, history=[opened], temperature=0.7, seed=0))
+        Writer(LLMClient(ResponseCache(tmp_path)), Model(model), 0.7),
+        document=Document(id="t", text=TOWN), role=ROLE, history=[opened], seed=0))
     ((_, messages),) = calls(model)
     # the prompt of any follow-up, about the first reading
     assert f"\nFact: {turn.readings[0]}\n" in messages[-1]["content"]

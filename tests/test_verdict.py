@@ -272,8 +272,7 @@ def test_pairing_sees_a_drop_that_the_seeds_own_spread_hides() -> None:
     assert paired_p(paired(base, cand, seeds, seeds) or [], True) < 0.01
     assert permutation_p(base, cand, True) > 0.05  # unpaired, the seeds' spread hides it
     (verdict,) = decide({"correctness": base}, {"correctness": cand},
-                        baseline_seeds={"correctness": seeds},
-                        candidate_seeds={"correctness": seeds})
+                        seeds=({"correctness": seeds}, {"correctness": seeds}))
     assert verdict.verdict == "worse" and "4 documents × 3 runs paired by seed" in verdict.reason
 
 
@@ -281,8 +280,7 @@ def test_identical_paired_runs_are_not_worse() -> None:
     base = {"doc0": [0.5, 0.7, 1.0], "doc1": [0.0, 0.5, 1.0]}
     seeds = {"doc0": [0, 1, 2], "doc1": [0, 1, 2]}
     (verdict,) = decide({"correctness": base}, {"correctness": base},
-                        baseline_seeds={"correctness": seeds},
-                        candidate_seeds={"correctness": seeds})
+                        seeds=({"correctness": seeds}, {"correctness": seeds}))
     assert (verdict.verdict, verdict.p, verdict.delta) == ("not worse", 1.0, 0.0)
 
 
@@ -294,8 +292,8 @@ def test_runs_at_seeds_the_baseline_lacks_are_tested_unpaired() -> None:
     assert [d.tolist() for d in paired(base, cand, seeds, {"doc0": [1], "doc1": [0]}) or []] \
         == [[pytest.approx(-0.3)], [pytest.approx(0.3)]]
     (verdict,) = decide({"correctness": base}, {"correctness": cand},
-                        baseline_seeds={"correctness": seeds},
-                        candidate_seeds={"correctness": {"doc0": [100], "doc1": [100]}})
+                        seeds=({"correctness": seeds},
+                               {"correctness": {"doc0": [100], "doc1": [100]}}))
     assert verdict.p == permutation_p(base, cand, True)
     assert "paired" not in verdict.reason
 
@@ -308,13 +306,13 @@ def test_pairs_too_few_to_reach_alpha_over_the_metrics_are_tested_unpaired() -> 
     base["forgetfulness"] = cand["forgetfulness"]
     cand["forgetfulness"] = {"alpha": [1.0, 1.0, 1.0], "beta": [1.0, 1.0, 1.0]}
     seeds = {m: {"alpha": [0, 1, 2], "beta": [0, 1, 2]} for m in metrics}
-    verdicts = decide(base, cand, baseline_seeds=seeds, candidate_seeds=seeds)
+    verdicts = decide(base, cand, seeds=(seeds, seeds))
     assert {v.verdict for v in verdicts} == {"worse"}
     assert all(v.p == v.smallest_p == pytest.approx(1 / 400) for v in verdicts)
     assert all(v.tested and "paired" not in v.reason for v in verdicts)
     # two metrics: the same pairs reach 0.05 / 2, and the pairs are tested
     two = decide({m: base[m] for m in metrics[:2]}, {m: cand[m] for m in metrics[:2]},
-                 baseline_seeds=seeds, candidate_seeds=seeds)
+                 seeds=(seeds, seeds))
     assert all(v.p == pytest.approx(1 / 64) and "3 runs paired by seed" in v.reason
                for v in two)
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 
-from ..llm.retrying import WaitTooLong, retried
+from ..llm.retrying import Failures, Policy, WaitTooLong, retried
 from ..llm.secrets import mask
 from .http_errors import HttpAdapterError, advice, excerpt
 
@@ -124,8 +124,9 @@ class Endpoint:
                 f"documents) or raise max_wait=")
 
         response = await retried(
-            once, again=(*_RETRIED, _Busy), retries=self.retries, first=self.backoff,
-            longest=self.max_wait, header=_retry_after, gave_up=gave_up, too_long=too_long)
+            once, again=(*_RETRIED, _Busy),
+            policy=Policy(self.retries, first=self.backoff, longest=self.max_wait),
+            failures=Failures(gave_up=gave_up, too_long=too_long, header=_retry_after))
         status = response.status_code
         if not 200 <= status < 300:
             raise HttpAdapterError(self._status_message(response, attempts, secrets, started))

@@ -33,19 +33,20 @@ async def own_messages_kept(client: LLMClient, model: Model,
     (:func:`.follow_ups.chat_message` keeps them), and how many it wrote."""
     from ..engine.base.judges import Judges
     from ..engine.generation.follow_ups import chat_message, said_before
-    from ..engine.generation.generator import generate_turn
+    from ..engine.generation.generator import Writer, generate_turn
     from ..engine.roles.registry import role
 
     sources = documents("documents")
     unaided = Profiles({model.name: default_profile().model_copy(
         update={"rewrite_follow_ups": False})})
 
+    writer = Writer(client, model, Judges(model).generator_temperature)
+
     async def kept(case: Case) -> bool:
         history = case.turns()[1]
         try:
-            turn = await generate_turn(
-                client, model, document=sources[case.group], role=role("precise"), history=history,
-                temperature=Judges(model).generator_temperature, seed=0)
+            turn = await generate_turn(writer, document=sources[case.group],
+                                       role=role("precise"), history=history, seed=0)
         except ReplyError:
             return False
         said, last = said_before(history), said_before(history[-1:])

@@ -112,10 +112,13 @@ class CachedCalls:
             waited = True
 
         reply = await retrying.retried(
-            once, again=Transient, retries=self.retries, first=1.0, longest=self.retry_wait,
-            header=_retry_after, gave_up=self._gave_up(request), too_long=self._too_long(request),
-            before_wait=before_wait, budget=self.retry_budget, counted=lambda exc: not exc.busy,
-            out_of_time=self._out_of_time(request))
+            once, again=Transient,
+            policy=retrying.Policy(self.retries, first=1.0, longest=self.retry_wait,
+                                   budget=self.retry_budget),
+            failures=retrying.Failures(
+                gave_up=self._gave_up(request), too_long=self._too_long(request),
+                header=_retry_after, counted=lambda exc: not exc.busy,
+                out_of_time=self._out_of_time(request), before_wait=before_wait))
         self.calls_made += 1
         record(
             calls=1,

@@ -11,7 +11,8 @@ import math
 import random
 import time
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 T = TypeVar("T")
 E = TypeVar("E", bound=BaseException)
@@ -61,31 +62,44 @@ def wait(attempt: int, *, first: float, longest: float, header: str | None = Non
 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
 
 
-async def retried(
-    attempt: Callable[[], Awaitable[T]],
-    *,
-    again: type[E] | tuple[type[E], ...],
-    retries: int,
-    first: float,
-    longest: float,
-    header: Callable[[E], str | None] = lambda exc: None,
-    gave_up: Callable[[E, int], BaseException],
-    too_long: Callable[[E, WaitTooLong], BaseException],
-    before_wait: Callable[[float], None] = lambda seconds: None,
-    budget: float = math.inf,
-    counted: Callable[[E], bool] = lambda exc: True,
-    out_of_time: Callable[[E, int, float], BaseException] = lambda exc, n, waited: exc,
-) -> T:
-    """What ``attempt`` returns, trying again when it raises ``again``: up to ``retries``
-    times for the failures that are ``counted`` (and those it may retry at once), and as long
-    as the waits between attempts stay within ``budget`` seconds in all.
+@dataclass(frozen=True)
+class Policy:
+    """How a caller retries: up to ``retries`` times (the failures it counts), the first
+    wait ``first`` seconds doubling up to ``longest``, the waits within ``budget`` in all."""
 
-    Between attempts: ``before_wait(seconds)``, then the ``wait`` of that attempt number and
-    the failure's Retry-After ``header``. When the retries are spent, ``gave_up(failure,
-    attempts)`` is raised; when the next wait would take the waits past ``budget``,
-    ``out_of_time(failure, attempts, waited)``; for a Retry-After longer than ``longest``,
-    ``too_long(failure, asked)`` at once. Any other exception of ``attempt`` goes through
-    untouched.
+    retries: int
+    first: float
+    longest: float
+    budget: float = math.inf
+
+
+@dataclass(frozen=True)
+class Failures(Generic[E]):
+    """What a caller makes of the failures it retries: the Retry-After ``header`` of one,
+    whether it is ``counted`` against the retries, the errors raised when the retries are
+    spent (``gave_up``), when the server asks for too long a wait (``too_long``) and when
+    the budget is spent (``out_of_time``), and ``before_wait(seconds)``."""
+
+    gave_up: Callable[[E, int], BaseException]
+    too_long: Callable[[E, WaitTooLong], BaseException]
+    header: Callable[[E], str | None] = lambda exc: None
+    counted: Callable[[E], bool] = lambda exc: True
+    out_of_time: Callable[[E, int, float], BaseException] = lambda exc, n, waited: exc
+    before_wait: Callable[[float], None] = lambda seconds: None
+
+
+async def retried(attempt: Callable[[], Awaitable[T]], *, again: type[E] | tuple[type[E], ...],
+                  policy: Policy, failures: Failures[E]) -> T:
+    """What ``attempt`` returns, trying again when it raises ``again``: up to
+    ``policy.retries`` times for the failures that are counted (and those it may retry at
+    once), and as long as the waits between attempts stay within the policy's budget.
+
+    Between attempts: ``before_wait(seconds)``, then the wait of that attempt number and
+    the failure's Retry-After header. When the retries are spent, ``gave_up(failure,
+    attempts)`` is raised; when the next wait would take the waits past the budget,
+    ``out_of_time(failure, attempts, waited)``; for a Retry-After longer than the longest
+    wait, ``too_long(failure, asked)`` at once. Any other exception of ``attempt`` goes
+    through untouched.
     """
     waited, spent = 0.0, 0
     for number in itertools.count(1):
@@ -93,15 +107,17 @@ async def retried(
             return await attempt()
         except again as exc:
             try:
-                seconds = wait(number, first=first, longest=longest, header=header(exc))
+                seconds = wait(number, first=policy.first, longest=policy.longest,
+                               header=failures.header(exc))
             except WaitTooLong as asked:
-                raise too_long(exc, asked) from None
-            spent += counted(exc) or seconds == 0  # with no wait, time cannot bound them
-            if spent > retries:
-                raise gave_up(exc, number) from None
-            if waited + seconds > budget:
-                raise out_of_time(exc, number, waited) from None
-        before_wait(seconds)
+                raise failures.too_long(exc, asked) from None
+            # with no wait, time cannot bound them
+            spent += failures.counted(exc) or seconds == 0
+            if spent > policy.retries:
+                raise failures.gave_up(exc, number) from None
+            if waited + seconds > policy.budget:
+                raise failures.out_of_time(exc, number, waited) from None
+        failures.before_wait(seconds)
         await sleep(seconds)
         waited += seconds
     raise AssertionError("unreachable")  # itertools.count never ends

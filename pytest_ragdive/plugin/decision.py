@@ -30,8 +30,8 @@ def permutation(row: FunctionResult, usable: Mapping[str, ItemResult], collected
     suspects = {m for r in usable.values() for m in r.left_band_metrics}
     # band files hold runs to DIGITS places: a run within half a unit of its band is in it
     verdicts = decide(baseline, candidate, alpha=alpha, suspects=suspects,
-                      margin=margin + 0.5 * 10 ** -DIGITS, baseline_seeds=base_seeds,
-                      candidate_seeds=cand_seeds) if baseline else []
+                      margin=margin + 0.5 * 10 ** -DIGITS,
+                      seeds=(base_seeds, cand_seeds)) if baseline else []
     row.verdicts = verdicts
     if not verdicts:
         row.status = Status.SKIPPED

@@ -73,7 +73,7 @@ def combine(records: Sequence[RunRecord]) -> RunRecord:
     return RunRecord.build(settings=settings, started=started,
                            duration_s=max(r.duration_s for r in records), chosen=chosen,
                            collected=collected, results=results, outcomes=outcomes,
-                           aggregates=rows, margin=margin)
+                           aggregates=rows)
 
 
 def _settings(records: Sequence[RunRecord]) -> dict[str, str]:

@@ -215,11 +215,12 @@ class RunRecord(_Model):
         results: Mapping[str, ItemResult],
         outcomes: Mapping[str, tuple[Outcome, str]],
         aggregates: Iterable[FunctionResult],
-        margin: float,
     ) -> RunRecord:
         """The record of a session from what the plugin kept: the items chosen per test
         function, their results (sent by xdist workers), the outcome and failure text pytest
-        reported for each, and the test functions' verdicts."""
+        reported for each, and the test functions' verdicts; the band margin is the one its
+        ``settings`` show."""
+        margin = float(settings.get("band margin", 0.0))
         rows = {row.function: row for row in aggregates}
         tests = []
         for function, nodeids in chosen.items():

@@ -272,7 +272,6 @@ class RagdiveSession:
             duration_s=(datetime.now(UTC) - self.started).total_seconds(),
             chosen=self.collection.chosen, collected=self.collection.all_items,
             results=self.results, outcomes=self.outcomes, aggregates=self.aggregates,
-            margin=get("band_margin"),
         )
         for target in outputs.write(run, html, json_path, markdown, self.unused):
             self.notes.add(f"ragdive report written to {target}")

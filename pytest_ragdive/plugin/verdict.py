@@ -131,11 +131,12 @@ def _design(runs: Sequence[int], baseline_runs: Sequence[int] | None = None) -> 
 def decide(baseline: Mapping[str, Scores], candidate: Mapping[str, Scores], *,
            alpha: float = 0.05, draws: int = 20000, seed: int = 0,
            suspects: Iterable[str] | None = None, margin: float = 0.0,
-           baseline_seeds: Mapping[str, Seeds] | None = None,
-           candidate_seeds: Mapping[str, Seeds] | None = None) -> list[MetricVerdict]:
+           seeds: tuple[Mapping[str, Seeds], Mapping[str, Seeds]] | None = None,
+           ) -> list[MetricVerdict]:
     """A verdict per metric from metric -> document -> run scores (and, to pair runs at one
-    seed, metric -> document -> run seeds; without a pair in every document, or with too
-    few pairs to reach alpha over the metrics, unpaired).
+    seed, the baseline's and the candidate's metric -> document -> run ``seeds``; without a
+    pair in every document, or with too few pairs to reach alpha over the metrics,
+    unpaired).
 
     "worse" when Holm's step-down at ``alpha`` over the metrics that can reach
     significance (:func:`tarone`) rejects, or when every candidate run of every document is
@@ -154,9 +155,9 @@ def decide(baseline: Mapping[str, Scores], candidate: Mapping[str, Scores], *,
     level = reach.level(alpha, len(shared))
     tested = {}
     for metric in shared:
-        pairs = (paired(baseline[metric], candidate[metric], baseline_seeds.get(metric, {}),
-                        candidate_seeds.get(metric, {}))
-                 if baseline_seeds is not None and candidate_seeds is not None else None)
+        pairs = (paired(baseline[metric], candidate[metric], seeds[0].get(metric, {}),
+                        seeds[1].get(metric, {}))
+                 if seeds is not None else None)
         tested[metric] = _test(baseline[metric], candidate[metric], METRICS[metric], pairs,
                                level, margin, draws, seed)
     family, reachable = tarone({metric: entry.floor for metric, entry in tested.items()},

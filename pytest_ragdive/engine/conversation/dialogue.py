@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Coroutine, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -26,13 +26,10 @@ from ..generation.exhausted import RAN_OUT
 from ..roles import registry
 from ..validation.validator import model_checks
 from .asking import RagAdapter, ask, start
+from .conduct import Conduct, Progress
 from .turns import next_turn
 
 T = TypeVar("T")
-
-#: ``progress(document_id, turn, stage)`` is called as a dialogue advances; stage is
-#: one of "generate", "validate", "answer", "evaluate", "done".
-Progress = Callable[[str, int, str], None]
 
 
 async def arun_dialogue(
@@ -70,8 +67,7 @@ async def arun_dialogue(
     conversation. ``seed`` seeds the generator's sampling; a new seed gives a new
     conversation, the same seed replays the cached one. With ``openers`` (real users' first
     messages, :mod:`.openers`), turn 1 is one of them, drawn by seed. ``profiles``
-    (:mod:`.profile`; default: the shipped ones) say what each judge model is trusted with:
-    the metrics left out, the validator's checks, the thresholds, the rewritten messages.
+    (:mod:`.profile`; default: the shipped ones) say what each judge model is trusted with.
     With ``hold_short``, a document with no fact left to ask about ends the dialogue
     (``dialogue.ended_early``), scored on the turns held (less the follow-up metrics after one).
     """
@@ -82,19 +78,33 @@ async def arun_dialogue(
     profiles = profiles or Profiles()
     chosen = scored_metrics(tuple(metrics) if metrics is not None else None, turns,
                             "arun_dialogue", judges.models["evaluator"].name, role, profiles)
+    group = _group(document, role)
+    client = client or LLMClient(ResponseCache(Path(cache_dir), record_mode))
+    dialogue = Dialogue(document_id=group.id, role=role, seed=seed)
+    with usage_scope(dialogue.usage), scope(profiles):  # the validator's checks: its profile's
+        conduct = Conduct(
+            judges=judges, client=client, turns=turns, max_regenerations=max_regenerations,
+            validation=validation, seed=seed,
+            model_checks=model_checks(judges.models["validator"], validator_checks),
+            adapter_timeout=adapter_timeout, metrics=tuple(chosen),
+            opener=opener_for(openers, group, seed), hold_short=hold_short,
+            progress=progress or _silent)
+        await _held(dialogue, _converse(dialogue, group, adapter, conduct), dialogue_timeout)
+    conduct.progress(group.id, len(dialogue.turns), "done")
+    return dialogue
+
+
+def _silent(document_id: str, turn: int, stage: str) -> None:
+    """The progress of a dialogue nobody watches."""
+
+
+def _group(document: Document | DocumentGroup, role: str) -> DocumentGroup:
+    """What the dialogue is about, as a group (of one document, or more), which ``role``
+    must be able to talk about."""
     group = DocumentGroup.of(document)
     registry.role(role).check_group(group, "arun_dialogue",
                                     "pass run_dialogue a DocumentGroup of two or more documents")
-    client = client or LLMClient(ResponseCache(Path(cache_dir), record_mode))
-    dialogue = Dialogue(document_id=group.id, role=role, seed=seed)
-    report = progress or (lambda doc, turn, stage: None)
-    with usage_scope(dialogue.usage), scope(profiles):
-        await _held(dialogue, _converse(
-            dialogue, group, adapter, judges, client, turns, max_regenerations, validation,
-            model_checks(judges.models["validator"], validator_checks), seed, adapter_timeout,
-            report, chosen, opener_for(openers, group, seed), hold_short), dialogue_timeout)
-    report(group.id, len(dialogue.turns), "done")
-    return dialogue
+    return group
 
 
 async def _held(dialogue: Dialogue, work: Coroutine[Any, Any, None], timeout: float) -> None:
@@ -114,40 +124,22 @@ async def _held(dialogue: Dialogue, work: Coroutine[Any, Any, None], timeout: fl
         dialogue.errors["dialogue"] = str(exc)
 
 
-async def _converse(
-    dialogue: Dialogue,
-    group: DocumentGroup,
-    adapter: RagAdapter,
-    judges: Judges,
-    client: LLMClient,
-    turns: int,
-    max_regenerations: int,
-    validation: str,
-    checks: dict[str, float],
-    seed: int,
-    adapter_timeout: float,
-    report: Progress,
-    metrics: Sequence[str],
-    opener: str | None,
-    hold_short: bool,
-) -> None:
-    session = await start(adapter, adapter_timeout)
+async def _converse(dialogue: Dialogue, group: DocumentGroup, adapter: RagAdapter,
+                    conduct: Conduct) -> None:
+    session = await start(adapter, conduct.adapter_timeout)
     history: list[Message] = []
-    for index in range(1, turns + 1):
+    for index in range(1, conduct.turns + 1):
         try:
             candidate, rejections, validated = await next_turn(
-                dialogue, group, index, judges=judges, client=client,
-                max_regenerations=max_regenerations, validation=validation,
-                model_checks=checks, seed=seed,
-                report=functools.partial(report, group.id, index), opener=opener,
-            )
+                dialogue, group, index, conduct,
+                report=functools.partial(conduct.progress, group.id, index))
         except DocumentExhausted:
             dialogue.ended_early = RAN_OUT
-            if not hold_short:
+            if not conduct.hold_short:
                 raise
             break
-        report(group.id, index, "answer")
-        answer = await ask(session, candidate.rag_input, history, index, adapter_timeout)
+        conduct.progress(group.id, index, "answer")
+        answer = await ask(session, candidate.rag_input, history, index, conduct.adapter_timeout)
         dialogue.turns.append(
             Turn(index=index, generated=candidate, answer=answer, rejections=rejections,
                  validated=validated)
@@ -156,10 +148,11 @@ async def _converse(
             Message(role="user", content=candidate.rag_input),
             Message(role="assistant", content=answer.answer),
         ]
+    metrics: Sequence[str] = conduct.metrics
     if dialogue.ended_early and len(dialogue.turns) == 1:  # no turn to follow up on
         metrics = [m for m in metrics if m not in (*MULTI_TURN_METRICS, *ROLE_METRICS)]
-    report(group.id, turns, "evaluate")
-    await evaluate(dialogue, client, judges.models["evaluator"], metrics, group)
+    conduct.progress(group.id, conduct.turns, "evaluate")
+    await evaluate(dialogue, conduct.client, conduct.judges.models["evaluator"], metrics, group)
 
 
 async def arun_dialogues(

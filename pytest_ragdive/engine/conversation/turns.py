@@ -9,13 +9,13 @@ from ...llm.client import LLMClient
 from ...llm.errors import ReplyError
 from ...llm.model import Model
 from ..base.errors import DialogueError, DocumentExhausted, GenerationError
-from ..base.judges import Judges
 from ..base.models import Dialogue, DocumentGroup, GeneratedTurn, Rejection, Validation
 from ..generation.exhausted import nothing_left
-from ..generation.generator import generate_turn
+from ..generation.generator import Writer, generate_turn
 from ..roles import registry
 from ..text.english import is_question
 from ..validation.validator import exact_verdict, judge_turn
+from .conduct import Conduct
 
 #: the one fault an attempt may have and still be used under validation "once": not leaning
 #: on the conversation. A question asked before, an invented answer key or a message that is
@@ -27,42 +27,35 @@ async def next_turn(
     dialogue: Dialogue,
     group: DocumentGroup,
     index: int,
-    *,
-    judges: Judges,
-    client: LLMClient,
-    max_regenerations: int,
-    validation: str,
-    model_checks: Mapping[str, float],
-    seed: int,
+    conduct: Conduct,
     report: Callable[[str], None],
-    opener: str | None = None,
 ) -> tuple[GeneratedTurn, list[Rejection], bool]:
     """Turn ``index`` of ``dialogue``: the accepted attempt, the rejected ones before it, and
     whether it was validated (under ``validation="once"`` only a turn's first attempt is
-    checked). ``report(stage)`` is called as the turn advances; ``opener`` is a real user's
-    first message for turn 1; ``model_checks`` are the validator model's checks to ask, each
-    with the P(yes) it needs (:func:`.validator.model_checks`)."""
-    models = judges.models
+    checked). ``report(stage)`` is called as the turn advances; the conduct's ``opener`` is
+    a real user's first message for turn 1, its ``model_checks`` the validator model's
+    checks to ask, each with the P(yes) it needs (:func:`.validator.model_checks`)."""
+    models = conduct.judges.models
+    writer = Writer(conduct.client, models["generator"], conduct.judges.generator_temperature)
     role = registry.role(dialogue.role)
     rejections: list[Rejection] = []
     feedback = ""
     judged = False  # under "once", the validator model judges one attempt per turn
     fallback: GeneratedTurn | None = None  # the latest attempt with only a tolerable fault
-    for attempt in range(max_regenerations + 1):
+    for attempt in range(conduct.max_regenerations + 1):
         report("generate")
         candidate = await generate_turn(
-            client, models["generator"], document=group, role=role,
-            history=dialogue.turns, feedback=feedback,
-            temperature=judges.generator_temperature, seed=seed + attempt, opener=opener,
+            writer, document=group, role=role, history=dialogue.turns, feedback=feedback,
+            seed=conduct.seed + attempt, opener=conduct.opener,
         )
         report("validate")
         verdict = exact_verdict(candidate, group, dialogue.turns, role=role,
-                                opener=opener is not None)
-        validated = not (validation == "once" and judged)
-        if verdict.valid and validated and model_checks:
-            verdict = await _judged(client, models["validator"], group, dialogue, candidate,
-                                    model_checks, f"turn {index}, validating attempt "
-                                                  f"{attempt + 1}")
+                                opener=conduct.opener is not None)
+        validated = not (conduct.validation == "once" and judged)
+        if verdict.valid and validated and conduct.model_checks:
+            verdict = await _judged(conduct.client, models["validator"], group, dialogue,
+                                    candidate, conduct.model_checks,
+                                    f"turn {index}, validating attempt {attempt + 1}")
             judged = True
         if verdict.valid:
             return candidate, rejections, validated
@@ -70,11 +63,12 @@ async def next_turn(
         feedback = verdict.feedback or ", ".join(verdict.categories) or "invalid turn"
         if verdict.categories == _TOLERABLE and is_question(candidate.rag_input):
             fallback = candidate
-    if validation == "once" and fallback is not None:
+    if conduct.validation == "once" and fallback is not None:
         # the paper's set-up uses a regenerated turn unchecked; here its answer key must at
         # least be the document's
         return fallback, rejections, False
-    raise _none_accepted(dialogue, group, index, max_regenerations + 1, feedback, opener)
+    raise _none_accepted(dialogue, group, index, conduct.max_regenerations + 1, feedback,
+                         conduct.opener)
 
 
 async def _judged(client: LLMClient, model: Model, group: DocumentGroup, dialogue: Dialogue,

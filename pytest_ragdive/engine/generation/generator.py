@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
@@ -67,15 +68,23 @@ class NextQuestion(BaseModel):
     question_type: Literal["follow_up", "clarification", "correction", "comparative"]
 
 
+@dataclass(frozen=True)
+class Writer:
+    """The model that writes the simulated user's turns, the client it is called through and
+    the temperature it writes at."""
+
+    client: LLMClient
+    model: Model
+    temperature: float
+
+
 async def generate_turn(
-    client: LLMClient,
-    model: Model,
+    writer: Writer,
     *,
     document: Document | DocumentGroup,
     role: Role,
     history: list[Turn],
     feedback: str = "",
-    temperature: float,
     seed: int,
     opener: str | None = None,
 ) -> GeneratedTurn:
@@ -93,9 +102,10 @@ async def generate_turn(
     (:meth:`~..roles.role.Role.finish`). About a group, every turn names the document of its
     evidence (``source``): the model for turn 1, the plugin after it.
     """
+    client, model, temperature = writer.client, writer.model, writer.temperature
     group = DocumentGroup.of(document)
     if not history:
-        return await _first_turn(client, model, group, role, feedback, temperature, seed, opener)
+        return await _first_turn(writer, group, role, feedback, seed, opener)
     plan = role.plan(group, history, seed)
     many = len(group.documents) > 1
     fact = "\n".join(plan.asked.facts)
@@ -131,10 +141,10 @@ def _subject(group: DocumentGroup, plan: Plan) -> str | None:
     return of.subject if of else None
 
 
-async def _first_turn(client: LLMClient, model: Model, group: DocumentGroup, role: Role,
-                      feedback: str, temperature: float, seed: int,
-                      opener: str | None) -> GeneratedTurn:
+async def _first_turn(writer: Writer, group: DocumentGroup, role: Role, feedback: str,
+                      seed: int, opener: str | None) -> GeneratedTurn:
     """Turn 1: the model's first question, or the answer key of a real user's ``opener``."""
+    client, model, temperature = writer.client, writer.model, writer.temperature
     many = len(group.documents) > 1
     prompt = render("generator", group=many, role=role.persona(), history=history_view([]),
                     subject=None, opener=opener, message=None, index=1, feedback=feedback,
