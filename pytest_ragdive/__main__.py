@@ -7,10 +7,11 @@ from __future__ import annotations
 import argparse
 import sys
 
+from . import calibrate
+from .plugin.merge import main as merge_records
+
 
 def main(argv: list[str] | None = None) -> int:
-    from . import calibrate
-
     parser = argparse.ArgumentParser(prog="python -m pytest_ragdive")
     commands = parser.add_subparsers(dest="command", required=True)
     merge = commands.add_parser(
@@ -24,7 +25,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "calibrate":
         return calibrate.main(args)
-    from .plugin.merge import main as merge_records
 
     return merge_records(args.records, html=args.report, json_path=args.json,
                          markdown=args.markdown)

@@ -17,7 +17,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .engine.base.profile import JUDGEMENTS
+from .calibration.cases import CaseError, read, shipped
+from .calibration.cost import estimate, price
+from .calibration.files import table, write
+from .calibration.measure import calibrate
+from .calibration.own_messages import conversations
+from .engine.base.profile import JUDGEMENTS, ProfileError, Profiles, parse
+from .engine.conversation.dialogue import run_blocking
+from .llm.cache import ResponseCache
+from .llm.client import LLMClient
+from .llm.model import Model
+from .llm.usage import Usage, usage_scope
 
 if TYPE_CHECKING:
     from .calibration.cases import Case
@@ -55,12 +65,6 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
 def main(args: argparse.Namespace) -> int:
     """Run the command; 0 on success, 2 when the cases or the profile file are not usable
     (nothing is then written)."""
-    from .calibration.cases import CaseError, read, shipped
-    from .calibration.cost import estimate
-    from .calibration.own_messages import conversations
-    from .engine.base.profile import ProfileError, parse
-    from .llm.model import Model
-
     try:
         model = Model(args.model, _params(args))
     except KeyError as exc:
@@ -98,15 +102,6 @@ def _params(args: argparse.Namespace) -> dict[str, str]:
 
 def _run(args: argparse.Namespace, model: Model, cases: Sequence[Case],
          follow_ups: Sequence[Case]) -> int:
-    from .calibration.cost import price
-    from .calibration.files import table, write
-    from .calibration.measure import calibrate
-    from .engine.base.profile import Profiles, parse
-    from .engine.conversation.dialogue import run_blocking
-    from .llm.cache import ResponseCache
-    from .llm.client import LLMClient
-    from .llm.usage import Usage, usage_scope
-
     client = LLMClient(ResponseCache(args.cache_dir, "new"), concurrency=args.concurrency,
                        timeout=args.timeout)
     with usage_scope(Usage()) as usage:

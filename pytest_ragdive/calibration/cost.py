@@ -14,6 +14,9 @@ from ..engine.base.tokens import (
     RAGAS_PROMPT,
     RAGAS_REPLY,
 )
+from ..engine.evaluation.binary import exact_yes, judge_prompts
+from ..engine.validation import validator
+from ..llm.library import import_litellm
 from ..llm.model import Model
 from .cases import Case, documents
 
@@ -35,9 +38,6 @@ class Estimate:
 
 def _calls(case: Case) -> list[str]:
     """The prompts of one case's model calls (ragas' stand as one placeholder each)."""
-    from ..engine.evaluation.binary import exact_yes, judge_prompts
-    from ..engine.validation import validator
-
     turn, earlier = case.turns()
     if case.judgement.startswith("validator."):
         source = Document(id=case.group or "source", text=case.source or "")
@@ -77,8 +77,6 @@ def estimate(model: Model, cases: Sequence[Case], follow_ups: Sequence[Case] = (
 
 def price(model: Model, prompt_tokens: int, completion_tokens: int) -> float | None:
     """The price litellm knows for these tokens of ``model``; None when it knows none."""
-    from ..llm.library import import_litellm
-
     litellm = import_litellm()
     try:
         costs = litellm.cost_per_token(model=model.name, prompt_tokens=prompt_tokens,

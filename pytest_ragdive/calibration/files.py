@@ -24,6 +24,7 @@ from typing import Any
 
 from ..engine.base.profile import (
     COMMAND,
+    JUDGEMENTS,
     PLAIN,
     RAGAS,
     VALIDATOR,
@@ -34,6 +35,8 @@ from ..engine.base.profile import (
     parse,
     shipped,
 )
+from ..engine.evaluation.binary import BINARY_JUDGES
+from ..engine.validation.validator import QUESTIONS
 from ..files import atomic_write_text
 
 FORMAT = 1
@@ -100,14 +103,11 @@ def judges_digest() -> str:
     checks. A profile calibrated with other ones is stale."""
     from importlib.resources import files
 
-    from ..engine.evaluation.binary import BINARY_JUDGES as judges
-    from ..engine.validation.validator import QUESTIONS
-
     folder = files("pytest_ragdive.prompts")
-    names = [*judges, "validator", "conversation"]
+    names = [*BINARY_JUDGES, "validator", "conversation"]
     texts = [f"{n}\n{folder.joinpath(f'{n}.j2').read_text(encoding='utf-8')}" for n in names]
     text = "\n".join([*texts, repr(sorted((m, j.question, j.negation, j.against_key, j.per_part)
-                                          for m, j in judges.items())), repr(QUESTIONS)])
+                                          for m, j in BINARY_JUDGES.items())), repr(QUESTIONS)])
     return f"sha256 {hashlib.sha256(text.encode()).hexdigest()[:12]}"
 
 
@@ -117,8 +117,6 @@ def legacy(model: str) -> Profile:
     then, which records no profile, was scored so."""
     if model in shipped():
         return shipped()[model]
-    from ..engine.evaluation.binary import BINARY_JUDGES
-
     judgements = {m: Judgement(informative=True, threshold=j.threshold)
                   for m, j in BINARY_JUDGES.items()}
     judgements |= {v: Judgement(informative=True, threshold=PLAIN) for v in VALIDATOR}
@@ -133,7 +131,6 @@ _READ = {"logprobs": "first-token P(yes)", "text": "the reply's first word",
 
 def table(profile: Profile) -> str:
     """A profile as a Markdown table, one judgement a row."""
-    from ..engine.base.profile import JUDGEMENTS
 
     def interval(pair: tuple[float, float] | None) -> str:
         return f" [{pair[0]:.2f}, {pair[1]:.2f}]" if pair else ""

@@ -12,12 +12,15 @@ from typing import TYPE_CHECKING
 
 from ..engine.base.models import Document
 from ..engine.base.profile import MIN_ACCURACY, RAGAS, Judgement, Profile, Reading
+from ..engine.evaluation.binary import BINARY_JUDGES, combine, exact_yes, judge_prompts
+from ..engine.validation import validator
 from ..llm.client import LLMClient
 from ..llm.errors import ReplyError
 from ..llm.model import Model
 from .agreement import Counts, auc, auc_interval, best_threshold, held_out
 from .cases import Case
 from .files import judges_digest
+from .own_messages import own_messages_kept
 
 if TYPE_CHECKING:
     from ..engine.evaluation.ragas_metrics import RagasMetrics
@@ -29,8 +32,6 @@ RAGAS_ONE = 0.999
 async def answers(client: LLMClient, model: Model, case: Case) -> list[float]:
     """P(yes) of each question the case's binary judge asks (:func:`.binary.judge_prompts`),
     told what the case's document is about where the case says it."""
-    from ..engine.evaluation.binary import judge_prompts
-
     turn, earlier = case.turns()
     prompts = judge_prompts(case.judgement, turn, earlier, case.subject)
     return list(await asyncio.gather(*(
@@ -43,9 +44,6 @@ async def score(client: LLMClient, model: Model, case: Case,
     exact check says yes to), the validator check's P(yes), or ragas' score (``ragas``: a
     :class:`.ragas_metrics.RagasMetrics`; an unscored turn reads 0.5); None when the model
     gave no yes/no answer."""
-    from ..engine.evaluation.binary import combine, exact_yes
-    from ..engine.validation import validator
-
     try:
         if case.judgement in RAGAS:
             assert ragas is not None, "ragas' metrics score ragas' cases"
@@ -70,7 +68,6 @@ async def score(client: LLMClient, model: Model, case: Case,
 class Measured:
     """A judgement's scores on its cases, and the right verdict of each: ``yes`` is 1 where
     the answer should be yes (``inverted`` when yes scores 0: forgetfulness)."""
-
     judgement: str
     scores: tuple[float, ...]
     yes: tuple[int, ...]
@@ -142,8 +139,6 @@ class Measured:
 def measured(judgement: str, cases: Sequence[Case], scores: Sequence[float | None]
              ) -> Measured:
     """The scores of ``judgement``'s cases as :class:`Measured` (unscored ones left out)."""
-    from ..engine.evaluation.binary import BINARY_JUDGES
-
     inverted = judgement in BINARY_JUDGES and not BINARY_JUDGES[judgement].yes_scores_one
     kept = [(c, s) for c, s in zip(cases, scores, strict=True) if s is not None]
     return Measured(judgement=judgement, scores=tuple(s for _, s in kept),
@@ -157,7 +152,6 @@ def measured(judgement: str, cases: Sequence[Case], scores: Sequence[float | Non
 class Calibration:
     """What a calibration measured: each judgement's scores, and of the model's own
     follow-up messages how many leaned on the conversation (``follow_ups``: kept, asked)."""
-
     model: str
     judgements: dict[str, Measured]
     follow_ups: tuple[int, int] | None
@@ -193,8 +187,6 @@ async def calibrate(client: LLMClient, model: Model, cases: Sequence[Case],
                     follow_ups: Sequence[Case] = ()) -> Calibration:
     """Score every case with ``model`` (calls in flight as ``client`` allows) and, on
     ``follow_ups``' conversations, see whether its own follow-up messages need rewriting."""
-    from .own_messages import own_messages_kept
-
     ragas = None
     if any(c.judgement in RAGAS for c in cases):
         from ..engine.evaluation.ragas_metrics import RagasMetrics

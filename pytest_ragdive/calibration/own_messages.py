@@ -9,7 +9,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
+from ..engine.base.judges import Judges
 from ..engine.base.profile import Profiles, default_profile, scope
+from ..engine.generation.follow_ups import chat_message, said_before
+from ..engine.generation.generator import Writer, generate_turn
+from ..engine.roles.registry import role
 from ..llm.client import LLMClient
 from ..llm.errors import ReplyError
 from ..llm.model import Model
@@ -31,11 +35,6 @@ async def own_messages_kept(client: LLMClient, model: Model,
     """Of the follow-ups ``model`` writes for ``cases``' conversations (seed 0, at the
     generator's temperature), how many messages lean on the conversation as written
     (:func:`.follow_ups.chat_message` keeps them), and how many it wrote."""
-    from ..engine.base.judges import Judges
-    from ..engine.generation.follow_ups import chat_message, said_before
-    from ..engine.generation.generator import Writer, generate_turn
-    from ..engine.roles.registry import role
-
     sources = documents("documents")
     unaided = Profiles({model.name: default_profile().model_copy(
         update={"rewrite_follow_ups": False})})

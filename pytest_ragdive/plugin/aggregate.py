@@ -12,8 +12,8 @@ from typing import Literal
 
 from ..engine.base.metrics import METRICS
 from . import bands
-from .records import (UNUSABLE, BandDoc, FunctionResult, ItemResult, Limit, ProducedBy, Rule,
-                      Status)
+from .reach import cannot_fail
+from .records import UNUSABLE, BandDoc, FunctionResult, ItemResult, Limit, ProducedBy, Rule, Status
 
 
 def evaluate(
@@ -105,8 +105,6 @@ def _damage(path: Path) -> str | None:
 def _unreachable(ran: list[ItemResult], documents: int, alpha: float) -> str:
     """On update, what every check will say when the test of ``documents`` cannot fail on a
     p-value (:func:`.reach.cannot_fail`), or ""."""
-    from .reach import cannot_fail
-
     runs = [len(values) for r in ran for values in r.runs.values()]
     if not runs:  # nothing was recorded: the update says why
         return ""

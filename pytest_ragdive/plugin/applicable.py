@@ -15,6 +15,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..engine.base.metrics import METRICS, MULTI_TURN_METRICS, ROLE_METRICS
+
 if TYPE_CHECKING:
     from ..engine.base.models import Dialogue
     from .options import ItemSettings
@@ -31,8 +33,6 @@ def fitted(settings: ItemSettings, dialogues: Sequence[Dialogue], band: Path,
            update: bool) -> ItemSettings:
     """``settings`` fitted to what an item's runs (``dialogues``, the first one first; its
     band file at ``band``) could score."""
-    from ..engine.base.metrics import MULTI_TURN_METRICS, ROLE_METRICS
-
     out = settings
     context = _without_contexts(settings, dialogues, band, update)
     if context:
@@ -75,7 +75,6 @@ def _without_contexts(settings: ItemSettings, dialogues: Sequence[Dialogue], ban
 def strip(dialogues: Sequence[Dialogue], settings: ItemSettings) -> None:
     """Leave the metrics that ``settings`` do not score out of each dialogue: its scores,
     errors, judge gaps and turns' judgements."""
-    from ..engine.base.metrics import METRICS
 
     def gone(metric: str) -> bool:
         return metric in METRICS and metric not in settings.metrics
@@ -92,7 +91,6 @@ def notes(results: Mapping[str, ItemResult]) -> list[str]:
     """What the summary says of the items whose runs could not score some metrics: per test
     function, the context metrics left out for a bot without contexts; per item, the turns
     its runs held where its document ran out of facts."""
-    from ..engine.base.metrics import METRICS
     from ..engine.evaluation.ragas_metrics import CONTEXTS_FIX
     from ..engine.generation.exhausted import RAN_OUT
 

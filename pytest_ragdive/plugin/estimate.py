@@ -20,9 +20,17 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypedDict
 import pytest
 from pydantic import BaseModel, ConfigDict
 
-from ..engine.conversation.expected import ASSUMED, DialogueCalls
+from ..calibration.cost import price
+from ..engine.base.profile import scope
+from ..engine.conversation.expected import ASSUMED, DialogueCalls, expected_calls
+from ..engine.validation.validator import model_checks
+from ..llm.model import Model
+from . import bands
 from .estimate_time import duration, free, kinds_said, seconds
+from .gate import band_runs
 from .marker import function_key
+from .profiling import judged
+from .reach import candidate_runs
 
 if TYPE_CHECKING:
     from ..engine.base.judges import Judges
@@ -36,7 +44,6 @@ SKIPPED = "counted by --ragdive-estimate, not run"
 class ItemEstimate(BaseModel):
     """One item's dialogues (``most``: with the confirmation runs a check may add), the
     model of each judge role, and the calls of each of its dialogues."""
-
     model_config = ConfigDict(frozen=True)
 
     nodeid: str
@@ -51,7 +58,6 @@ class ItemEstimate(BaseModel):
 
 class Figures(BaseModel):
     """What some items' dialogues take: calls by stage, tokens by model, and time."""
-
     dialogues: int = 0
     most: int = 0
     calls: dict[str, float] = {}
@@ -75,7 +81,6 @@ class Figures(BaseModel):
 
 class Counted(TypedDict, total=False):
     """What an xdist worker tells the controller of its estimate (plain data)."""
-
     items: list[str]  # ItemEstimate as JSON
     calls_made: int
 
@@ -97,11 +102,6 @@ class Estimates:
               document: Document | DocumentGroup, documents: int) -> NoReturn:
         """Count ``item``'s dialogues about ``document`` (one of its test function's
         ``documents``) with these ``judges``, then skip it."""
-        from ..engine.base.profile import scope
-        from ..engine.conversation.expected import expected_calls
-        from ..engine.validation.validator import model_checks
-        from .profiling import judged
-
         profiles = self.options.profiles()
         settings = judged(settings, judges, profiles, self.notes)
         with scope(profiles):
@@ -122,9 +122,6 @@ class Estimates:
         verdict, the confirmation runs it adds once a first run leaves its band, worse."""
         if self.options.get("verdict") != "permutation" or not settings.confirm_runs:
             return 1
-        from . import bands
-        from .gate import band_runs
-        from .reach import candidate_runs
 
         baseline = band_runs(bands.item_path(item)) or settings.runs
         return candidate_runs(documents, baseline, len(settings.metrics),
@@ -208,9 +205,6 @@ def _tokens(figures: Figures) -> str:
 def _price(figures: Figures) -> str:
     """The price of the tokens by model, from litellm's price table; a model it has no
     price for is named "price unknown"."""
-    from ..calibration.cost import price
-    from ..llm.model import Model
-
     known: dict[str, float] = {}
     unknown = []
     for model, (prompt, completion) in sorted(figures.tokens.items()):

@@ -14,8 +14,13 @@ from typing import TYPE_CHECKING
 import pytest
 
 from ..engine.base.metrics import METRICS
+from ..engine.base.models import DocumentGroup
+from ..engine.evaluation.binary import BINARY_JUDGES, judge_of
+from ..engine.roles.registry import roles
+from ..llm.usage import Usage
 from . import bands, breakdown
 from .marker import function_key
+from .profiling import stale_profiles
 from .records import ItemResult, ProducedBy, Status
 
 if TYPE_CHECKING:
@@ -114,9 +119,6 @@ def prompts_digest(role: str, metrics: tuple[str, ...], group: bool = False) -> 
     every other band as it was."""
     from importlib.resources import files
 
-    from ..engine.evaluation.binary import BINARY_JUDGES, judge_of
-    from ..engine.roles.registry import roles
-
     every = roles()
     unused = {f"{r.metric.name}.j2" for r in every if r.metric and r.metric.name not in metrics}
     unused |= {f"{r.name}.j2" for r in every if r.own_prompts and r.name != role}
@@ -161,8 +163,6 @@ def produced_by(settings: ItemSettings, judges: dict[str, str],
 
 def is_group(item: pytest.Item) -> bool:
     """Whether ``item`` is a conversation about a group of documents."""
-    from ..engine.base.models import DocumentGroup
-
     callspec = getattr(item, "callspec", None)
     document = callspec.params.get("ragdive_document") if callspec else None
     return isinstance(document, DocumentGroup) and len(document.documents) > 1
@@ -184,8 +184,6 @@ def leaves_band(path: Path, produced: ProducedBy, scores: dict[str, float],
 def stale_reason(doc: BandDoc, produced: ProducedBy) -> str | None:
     """Why a band recorded for other settings, or scored with other judge profiles, cannot
     judge this run, if it can't."""
-    from .profiling import stale_profiles
-
     return bands.stale_reason(doc, produced) or stale_profiles(doc.produced_by, produced)
 
 
@@ -275,8 +273,6 @@ def _rel(path: Path) -> str:
 
 
 def _usage(dialogues: list[Dialogue]) -> dict[str, float]:
-    from ..llm.usage import Usage
-
     return Usage.total(d.usage for d in dialogues).model_dump()
 
 

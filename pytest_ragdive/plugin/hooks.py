@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from ..engine.base.settings import MARKER_OPTIONS, SettingError
+from . import hookspecs
 from .fixtures import (
     ragdive_adapter,
     ragdive_client,
@@ -37,7 +38,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
-    from . import hookspecs
 
     pluginmanager.add_hookspecs(hookspecs)
 

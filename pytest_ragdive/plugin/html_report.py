@@ -14,6 +14,7 @@ from typing import Any
 
 import jinja2
 
+from .. import __version__
 from ..engine.base.metrics import METRICS
 from .records import ItemResult
 from .run_record import ItemRecord, MetricRecord, RunRecord, TestRecord
@@ -83,7 +84,6 @@ def _judgement_is_poor(metric: str, score: float) -> bool:
 @dataclass(frozen=True)
 class Chart:
     """Where a metric's marks go on a [0, 1] axis (x and widths in SVG units)."""
-
     margin: tuple[float, float] | None  # x, width of the band widened by its margin
     band: tuple[float, float] | None  # x, width of [min, max]
     runs: list[float]  # x of each baseline run
@@ -160,6 +160,4 @@ def _usage(items: list[ItemRecord]) -> dict[str, Any]:
 
 
 def _generated() -> str:
-    from .. import __version__
-
     return f"pytest-ragdive {__version__}"

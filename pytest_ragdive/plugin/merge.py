@@ -15,7 +15,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import cast
 
+from . import aggregate, bands
+from .outputs import write
 from .records import ItemResult, Rule
+from .report import write_summary
 from .run_record import Outcome, RunRecord
 
 
@@ -35,9 +38,6 @@ class _Terminal:
 
 def combine(records: Sequence[RunRecord]) -> RunRecord:
     """One record from the shards': the verdicts decided over all their items."""
-    from . import aggregate, bands
-    from .report import write_summary
-
     if not records:
         raise MergeError("no record to merge")
     settings = _settings(records)
@@ -102,8 +102,6 @@ def _check_baselines(chosen: dict[str, list[str]], results: dict[str, ItemResult
 def main(paths: Sequence[str], html: str = "", json_path: str = "", markdown: str = "") -> int:
     """Merge the records at ``paths``: 0 when every test passed, 1 when one failed, 2 when
     the records cannot be merged."""
-    from .outputs import write
-
     try:
         records = []
         for path in paths:

@@ -14,7 +14,17 @@ from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
-from ..engine.base.settings import CLI, INI, MARKER, SETTINGS, SettingError, check, default, parse
+from ..engine.base.settings import (
+    CLI,
+    INI,
+    MARKER,
+    SETTINGS,
+    SettingError,
+    check,
+    default,
+    parse,
+    scored_metrics,
+)
 
 if TYPE_CHECKING:
     from ..engine.base.profile import Profiles
@@ -48,7 +58,6 @@ def add_options(parser: pytest.Parser) -> None:
 @dataclass(frozen=True)
 class ItemSettings:
     """What one conversation test item runs with."""
-
     turns: int
     role: str
     metrics: tuple[str, ...]
@@ -75,8 +84,6 @@ class ItemSettings:
                   profiles: Profiles) -> ItemSettings:
         """These settings for ``judges`` (role -> model label) by ``profiles``: unchosen
         metrics lose those the ``evaluator`` model's profile measured at chance."""
-        from ..engine.base.settings import scored_metrics
-
         metrics = self.metrics if self.metrics_chosen else scored_metrics(
             None, self.turns, "ragdive", evaluator, self.role, profiles)
         records = {label: profiles.of(label.split(" @ ")[0]).record()
@@ -141,7 +148,6 @@ class Options:
                 return check(name, marker_kwargs[name], where)
             return self.ini.get(name, default(name))
 
-        from ..engine.base.settings import scored_metrics
 
         turns = pick("turns")
         # the marker's options were checked at collection (marker.check_options)

@@ -6,6 +6,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from .. import __version__
+from ..files import atomic_write_text
+from . import html_report, markdown
 from .records import ItemResult
 from .run_record import RunRecord
 
@@ -13,7 +16,6 @@ from .run_record import RunRecord
 def settings(results: Mapping[str, ItemResult], *, seed: int, update: bool,
              record_mode: str, verdict: str, alpha: float, margin: float) -> dict[str, str]:
     """What shaped the run, as the record states it (a merge refuses records that differ)."""
-    from .. import __version__
 
     def values(of: Sequence[object]) -> str:
         return ", ".join(sorted({str(value) for value in of}))
@@ -35,8 +37,6 @@ def write(run: RunRecord, html: str, json_path: str, markdown: str = "",
           unused: Sequence[str] = ()) -> list[Path]:
     """Write the HTML report, the JSON record and the Markdown verdicts where asked (the
     Markdown lists the ``unused`` band files too); the paths written."""
-    from ..files import atomic_write_text
-
     written = []
     for path, make in ((html, lambda: _html(run)),
                        (json_path, lambda: run.model_dump_json(indent=2)),
@@ -49,12 +49,8 @@ def write(run: RunRecord, html: str, json_path: str, markdown: str = "",
 
 
 def _html(run: RunRecord) -> str:
-    from .html_report import render
-
-    return render(run)
+    return html_report.render(run)
 
 
 def _markdown(run: RunRecord, unused: Sequence[str]) -> str:
-    from .markdown import render
-
-    return render(run, unused)
+    return markdown.render(run, unused)

@@ -1,10 +1,12 @@
-"""The judge profiles of a session (:mod:`~pytest_ragdive.engine.base.profile`): an item's settings judged by
-them, what the summary says of them, and a band scored with other profiles, which is
-stale."""
+"""The judge profiles of a session (:mod:`~pytest_ragdive.engine.base.profile`): an item's
+settings judged by them, what the summary says of them, and a band scored with other
+profiles, which is stale."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+
+from ..engine.base.profile import COMMAND
 
 if TYPE_CHECKING:
     from ..engine.base.judges import Judges
@@ -39,8 +41,6 @@ def judged(chosen: ItemSettings, judges: Judges, profiles: Profiles,
 
 def described(model: str, profiles: Profiles) -> str:
     """What the summary says of ``model``'s judge profile."""
-    from ..engine.base.profile import COMMAND
-
     origin = profiles.origin(model)
     if origin == "uncalibrated":
         return (f"judge {model} is uncalibrated: every check asked, every threshold at the "
@@ -55,7 +55,8 @@ def described(model: str, profiles: Profiles) -> str:
 def stale_profiles(recorded: ProducedBy, produced: ProducedBy) -> str | None:
     """Why a band whose ``recorded`` produced_by holds other judge profiles than this run's
     cannot judge it; a band from before profiles, which records none, was scored as
-    :func:`~pytest_ragdive.calibration.files.legacy` says (the shipped profile, for the embedded model)."""
+    :func:`~pytest_ragdive.calibration.files.legacy` says (the shipped profile, for the
+    embedded model)."""
     now = produced.profiles
     before = recorded.profiles
     if now is None or before == now:

@@ -20,6 +20,8 @@ from typing import Any
 
 import pytest
 
+from ..llm.library import release_loop
+
 
 class Runner:
     """Coroutines started once per key on a private event loop in a daemon thread."""
@@ -56,7 +58,6 @@ class Runner:
             return
         for future in self._futures.values():
             future.cancel()
-        from ..llm.library import release_loop
 
         with contextlib.suppress(Exception):  # litellm's worker must not outlive its loop
             asyncio.run_coroutine_threadsafe(release_loop(), loop).result(timeout=5)

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ..engine.base.settings import SettingError
+from . import applicable
 from .collection import Collected, Collection, remove
 from .marker import MARKER, function_key
 from .options import ItemSettings, Options
@@ -29,7 +31,6 @@ STATE = pytest.StashKey["RagdiveSession"]()
 
 class WorkerOutput(Collected):
     """What an xdist worker sends the controller (``workeroutput``, plain data)."""
-
     notes: list[str]
     not_english: list[str]
     results: dict[str, dict[str, Any]]  # node id -> ItemResult as JSON
@@ -280,9 +281,8 @@ class RagdiveSession:
         if self.estimates is not None:
             self.estimates.write(reporter)
             return
-        from .applicable import notes
 
-        self.notes.update(notes(self.results))
+        self.notes.update(applicable.notes(self.results))
         if self.runs.not_english:
             from ..engine.validation.validator import ENGLISH_ONLY
 
@@ -306,7 +306,6 @@ def _check_role(item: pytest.Item, settings: ItemSettings,
     """A role that needs a group of documents (``switching``) on an item of one fails the
     collection, naming the fix."""
     from ..engine.base.models import DocumentGroup
-    from ..engine.base.settings import SettingError
     from ..engine.roles.registry import role
 
     try:

@@ -19,6 +19,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..library import import_litellm
 from . import grammar, runtime
 from .runtime import DEFAULT_MAX_TOKENS, DEFAULT_SEED, DEFAULT_TEMPERATURE, N_CTX, message_text
 from .weights import MODEL, MODEL_NAME, PROVIDER, EmbeddedModelError
@@ -127,7 +128,6 @@ def _handler() -> Any:
 
     class EmbeddedLLM(litellm.CustomLLM):
         """litellm provider ``embedded``: the offline llama.cpp model, one call at a time."""
-
         # litellm passes many keyword arguments (api_base, logging_obj, logger_fn, client, ...)
         # whose set changes between releases: take what is needed, swallow the rest.
         def completion(  # type: ignore[override]
@@ -155,8 +155,6 @@ def _handler() -> Any:
 
 def register() -> None:
     """Register provider ``embedded`` with litellm (idempotent, keeps other custom providers)."""
-    from ..library import import_litellm
-
     litellm = import_litellm()
     from litellm.utils import custom_llm_setup
 
