@@ -49,7 +49,7 @@ from pytest_ragdive.calibration.cases import (
     shipped,
     shipped_file,
 )
-from pytest_ragdive.engine.base.models import GeneratedTurn
+from pytest_ragdive.engine.base.models import DocumentGroup, GeneratedTurn
 from pytest_ragdive.engine.conversation.dialogue import run_blocking
 from pytest_ragdive.engine.evaluation.binary import BINARY_JUDGES, combine, exact_yes
 from pytest_ragdive.engine.evaluation.ragas_metrics import RagasMetrics
@@ -165,8 +165,8 @@ async def validator_checks(client: LLMClient) -> list[dict[str, Any]]:
                 candidate = GeneratedTurn(**record["candidate"])
                 earlier = earlier_turns(Exchange(**h) for h in record["history"])
                 role = role_of(candidate)
-                verdict = validator.exact_verdict(candidate, docs[record["document"]], earlier,
-                                                  role=role)
+                verdict = validator.exact_verdict(
+                    candidate, DocumentGroup.of(docs[record["document"]]), earlier, role=role)
                 category = role.categories.get(check) or validator.CATEGORIES[check]
                 passed = category not in verdict.categories
                 p_yes = float(passed)

@@ -8,7 +8,7 @@ import re
 import pytest
 from conftest import PROJECT_FIXTURES, PROJECT_INI, scripted_project
 
-from pytest_ragdive import Document
+from pytest_ragdive import Document, DocumentGroup
 from pytest_ragdive.engine.base.settings import scored_metrics
 from pytest_ragdive.engine.conversation.expected import expected_calls
 from pytest_ragdive.engine.validation.validator import QUESTIONS
@@ -174,7 +174,8 @@ def test_the_calls_per_dialogue_are_docs_cost_tables(turns: int, hosted: int,
                                                      embedded: int) -> None:
     """Every attempt accepted and 3 contexts: ``docs/cost.md``'s table, for an uncalibrated
     hosted judge (every check, six metrics) and the embedded one (no check, two metrics)."""
-    document = Document(id="d", text="# Alpha Tower\n\nAlpha is a tower built in 1901.")
+    document = DocumentGroup.of(
+        Document(id="d", text="# Alpha Tower\n\nAlpha is a tower built in 1901."))
     every = expected_calls(document, turns=turns, role="precise", rejected=0.0,
                            metrics=scored_metrics(None, turns, "test", "openai/gpt-4o-mini"),
                            checks=tuple(QUESTIONS))
@@ -188,7 +189,7 @@ def test_the_calls_per_dialogue_are_docs_cost_tables(turns: int, hosted: int,
 
 
 def test_hosted_calls_spread_over_the_calls_in_flight_and_no_faster_than_a_dialogue() -> None:
-    document = Document(id="d", text="Alpha is a tower built in 1901.")
+    document = DocumentGroup.of(Document(id="d", text="Alpha is a tower built in 1901."))
     one = expected_calls(document, turns=3, role="precise", rejected=0.0,
                          metrics=("correctness",), checks=())
     models = {"generator": "openai/gpt-4o-mini", "validator": "openai/gpt-4o-mini",

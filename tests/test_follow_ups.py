@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_ragdive.engine.base.models import Document, GeneratedTurn, RagAnswer, Turn
+from pytest_ragdive.engine.base.models import (
+    Document,
+    DocumentGroup,
+    GeneratedTurn,
+    RagAnswer,
+    Turn,
+)
 from pytest_ragdive.engine.documents.loading import known_together
 from pytest_ragdive.engine.generation.follow_ups import (
     chat_message,
@@ -191,17 +197,17 @@ def test_the_validator_sends_back_a_follow_up_its_words_alone_answer() -> None:
                              ground_truth=evidence, question_type="follow_up", evidence=evidence)
 
     owner = asked("Who owns it?", "Who owns the River Ferry?", "It is owned by the Ardle Trust.")
-    assert exact_verdict(owner, river, [first], role=PRECISE).valid
+    assert exact_verdict(owner, DocumentGroup.of(river), [first], role=PRECISE).valid
     quay = asked("When do boats leave the Old Quay?",
                  "When do boats of the River Ferry leave the Old Quay?",
                  "Boats leave the Old Quay every 60 minutes.")
-    verdict = exact_verdict(quay, river, [first], role=PRECISE)
+    verdict = exact_verdict(quay, DocumentGroup.of(river), [first], role=PRECISE)
     assert verdict.categories == ["rag_input_not_connected"] and '"quay"' in verdict.feedback
     # a premise states its fact in full: that turn tests correcting, not memory
     premise = "Boats leave the Old Quay every 90 minutes."
     stated = quay.model_copy(update={"premise": premise,
                                      "rag_input": f"{premise} When do they leave it?"})
-    assert exact_verdict(stated, river, [first], role=mistaken.ROLE).valid
+    assert exact_verdict(stated, DocumentGroup.of(river), [first], role=mistaken.ROLE).valid
 
 
 def test_a_phrase_that_tells_the_document_apart_becomes_a_pronoun_once_said() -> None:

@@ -34,7 +34,7 @@ def test_the_checks_that_read_english_are_not_applied_to_another_language() -> N
                           ground_truth="Die Reederei Kamp.", question_type="initial",
                           evidence="Sie wird von der Reederei Kamp betrieben.")
     assert not english(DocumentGroup.of(nord))
-    assert exact_verdict(first, nord, [], role=role("precise")).valid
+    assert exact_verdict(first, DocumentGroup.of(nord), [], role=role("precise")).valid
     as_english = Document(id="nord", text="# North Ferry\n\nThe North Ferry goes from the "
                           "harbour to the island. It is run by Kamp.",
                           others=("# South Ferry\n\nThe South Ferry goes from the harbour to "
@@ -42,7 +42,7 @@ def test_the_checks_that_read_english_are_not_applied_to_another_language() -> N
     turn = first.model_copy(update={"rag_input": "Who runs the ferry?",
                                     "standalone_question": "Who runs the ferry?",
                                     "evidence": "It is run by Kamp."})
-    assert not exact_verdict(turn, as_english, [], role=role("precise")).valid
+    assert not exact_verdict(turn, DocumentGroup.of(as_english), [], role=role("precise")).valid
 
 
 CONFTEST = '''

@@ -8,7 +8,7 @@ import re
 import pytest
 from conftest import PROJECT_FIXTURES, role_dialogue, role_project
 
-from pytest_ragdive.engine.base.models import Dialogue, GeneratedTurn
+from pytest_ragdive.engine.base.models import Dialogue, DocumentGroup, GeneratedTurn
 from pytest_ragdive.engine.roles.mistaken import ROLE, changed_figure, false_premise, refuted
 
 FERRY = ("The Tern ferry crosses the bay in 40 minutes. A single ticket costs 6 euros. "
@@ -196,7 +196,7 @@ def test_a_premise_turns_question_may_lean_on_its_premise() -> None:
     from pytest_ragdive.engine.validation.validator import exact_verdict
 
     evidence = "The harbour bus runs every 20 minutes."
-    document = Document(id="d", text=f"The Tern ferry crosses the bay. {evidence}")
+    group = DocumentGroup.of(Document(id="d", text=f"The Tern ferry crosses the bay. {evidence}"))
     history = [Turn(index=1, answer=RagAnswer(answer="It crosses the bay."),
                     generated=GeneratedTurn(
                         rag_input="What does the Tern ferry do?", ground_truth="It crosses.",
@@ -207,11 +207,11 @@ def test_a_premise_turns_question_may_lean_on_its_premise() -> None:
                           standalone_question="How often does the harbour bus run?",
                           question_type="follow_up", evidence=evidence)
     # on its own, "it" has nothing in the conversation to stand for
-    assert exact_verdict(asked, document, history, role=ROLE).categories == ["rag_input_not_connected"]
+    assert exact_verdict(asked, group, history, role=ROLE).categories == ["rag_input_not_connected"]
     stated = asked.model_copy(update={"rag_input": f"{premise} {asked.rag_input}",
                                       "premise": premise})
-    assert exact_verdict(stated, document, history, role=ROLE).valid
+    assert exact_verdict(stated, group, history, role=ROLE).valid
     # a premise that is not the evidence with one figure changed is rejected
     wrong = stated.model_copy(update={"premise": "The harbour bus is blue.",
                                       "rag_input": "The harbour bus is blue. How often does it run?"})
-    assert "ground_truth" in exact_verdict(wrong, document, history, role=ROLE).categories
+    assert "ground_truth" in exact_verdict(wrong, group, history, role=ROLE).categories

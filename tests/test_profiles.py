@@ -9,7 +9,7 @@ import pytest
 
 import pytest_ragdive as ragdive
 from pytest_ragdive.calibration.files import dumps, judges_digest, legacy, load, table
-from pytest_ragdive.engine.base.models import GeneratedTurn, RagAnswer, Turn
+from pytest_ragdive.engine.base.models import DocumentGroup, GeneratedTurn, RagAnswer, Turn
 from pytest_ragdive.engine.base.profile import (
     BINARY,
     JUDGEMENTS,
@@ -156,7 +156,8 @@ def test_a_message_is_rewritten_only_for_a_model_whose_profile_needs_it(tmp_path
     def message(profiles: Profiles) -> str:
         async def write() -> str:
             with scope(profiles):
-                turn = await generate_turn(Writer(client, model, 0.7), document=DOC,
+                turn = await generate_turn(Writer(client, model, 0.7),
+                                           group=DocumentGroup.of(DOC),
                                            role=role("precise"), history=history, seed=0)
             return turn.rag_input
         return run_blocking(write())

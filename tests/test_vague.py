@@ -8,7 +8,14 @@ import re
 import pytest
 from conftest import PROJECT_FIXTURES, role_dialogue, role_project
 
-from pytest_ragdive.engine.base.models import Dialogue, Document, GeneratedTurn, RagAnswer, Turn
+from pytest_ragdive.engine.base.models import (
+    Dialogue,
+    Document,
+    DocumentGroup,
+    GeneratedTurn,
+    RagAnswer,
+    Turn,
+)
 from pytest_ragdive.engine.generation.facts import facts
 from pytest_ragdive.engine.roles.vague import (
     ROLE,
@@ -306,7 +313,8 @@ def test_the_generator_asks_about_one_reading_as_about_any_fact(tmp_path) -> Non
         evidence="Brenmouth runs household bins and city tickets."))
     turn = run_blocking(generate_turn(
         Writer(LLMClient(ResponseCache(tmp_path)), Model(model), 0.7),
-        document=Document(id="t", text=TOWN), role=ROLE, history=[opened], seed=0))
+        group=DocumentGroup.of(Document(id="t", text=TOWN)), role=ROLE, history=[opened],
+        seed=0))
     ((_, messages),) = calls(model)
     # the prompt of any follow-up, about the first reading
     assert f"\nFact: {turn.readings[0]}\n" in messages[-1]["content"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..engine.base.models import Document
+from ..engine.base.models import Document, DocumentGroup
 from ..engine.base.tokens import (
     CHARS_PER_TOKEN,
     GENERATOR_PROMPT,
@@ -40,7 +40,7 @@ def _calls(case: Case) -> list[str]:
     """The prompts of one case's model calls (ragas' stand as one placeholder each)."""
     turn, earlier = case.turns()
     if case.judgement.startswith("validator."):
-        source = Document(id=case.group or "source", text=case.source or "")
+        source = DocumentGroup.of(Document(id=case.group or "source", text=case.source or ""))
         return [validator.check_prompt(case.judgement.removeprefix("validator."),
                                        turn.generated, source, earlier)]
     if case.judgement == "faithfulness":  # statements, then a verdict on them

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..engine.base.models import Document
+from ..engine.base.models import Document, DocumentGroup
 from ..engine.base.profile import MIN_ACCURACY, RAGAS, Judgement, Profile, Reading
 from ..engine.evaluation.binary import BINARY_JUDGES, combine, exact_yes, judge_prompts
 from ..engine.validation import validator
@@ -51,10 +51,9 @@ async def score(client: LLMClient, model: Model, case: Case,
             return 0.5 if judgement.score is None else judgement.score
         if case.judgement.startswith("validator."):
             turn, earlier = case.turns()
+            source = DocumentGroup.of(Document(id=case.group or "source", text=case.source or ""))
             prompt = validator.check_prompt(case.judgement.removeprefix("validator."),
-                                            turn.generated, Document(id=case.group or "source",
-                                                                     text=case.source or ""),
-                                            earlier)
+                                            turn.generated, source, earlier)
             return await client.yes_probability(model, [{"role": "user", "content": prompt}])
         exact = exact_yes(case.judgement)
         if exact is not None and exact[0](case.turns()[0]):

@@ -10,6 +10,7 @@ import asyncio
 from collections.abc import Sequence
 
 from ..engine.base.judges import Judges
+from ..engine.base.models import DocumentGroup
 from ..engine.base.profile import Profiles, default_profile, scope
 from ..engine.generation.follow_ups import chat_message, said_before
 from ..engine.generation.generator import Writer, generate_turn
@@ -44,7 +45,7 @@ async def own_messages_kept(client: LLMClient, model: Model,
     async def kept(case: Case) -> bool:
         history = case.turns()[1]
         try:
-            turn = await generate_turn(writer, document=sources[case.group],
+            turn = await generate_turn(writer, group=DocumentGroup.of(sources[case.group]),
                                        role=role("precise"), history=history, seed=0)
         except ReplyError:
             return False

@@ -21,6 +21,7 @@ import pytest
 from pydantic import BaseModel, ConfigDict
 
 from ..calibration.cost import price
+from ..engine.base.models import Document, DocumentGroup
 from ..engine.base.profile import scope
 from ..engine.conversation.expected import ASSUMED, DialogueCalls, expected_calls
 from ..engine.validation.validator import model_checks
@@ -34,7 +35,6 @@ from .reach import candidate_runs
 
 if TYPE_CHECKING:
     from ..engine.base.judges import Judges
-    from ..engine.base.models import Document, DocumentGroup
     from .options import ItemSettings, Options
 
 #: why an item was skipped
@@ -113,7 +113,7 @@ class Estimates:
             most=runs if update else self._most(item, settings, documents),
             turns=settings.turns, update=update,
             models={role: model.name for role, model in judges.models.items()},
-            calls=expected_calls(document, turns=settings.turns, role=settings.role,
+            calls=expected_calls(DocumentGroup.of(document), turns=settings.turns, role=settings.role,
                                  metrics=settings.metrics, checks=checks))
         pytest.skip(SKIPPED)
 

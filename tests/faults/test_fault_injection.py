@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest_ragdive as ragdive
-from pytest_ragdive.engine.base.models import GeneratedTurn, RagAnswer, Turn
+from pytest_ragdive.engine.base.models import DocumentGroup, GeneratedTurn, RagAnswer, Turn
 from pytest_ragdive.engine.evaluation.binary import judge_prompts
 from pytest_ragdive.engine.validation.validator import check_prompt
 from pytest_ragdive.llm.scripted import calls, scripted
@@ -30,7 +30,7 @@ def turn(index: int, answer: str = ANSWER) -> Turn:
 
 
 def test_a_document_cannot_close_its_fence() -> None:
-    prompt = check_prompt("answer_supported", turn(1).generated, DOCUMENT, [])
+    prompt = check_prompt("answer_supported", turn(1).generated, DocumentGroup.of(DOCUMENT), [])
     assert prompt.count("<source>") == 1 and prompt.count("</source>") == 1
     inside = prompt.split("<source>")[1].split("</source>")[0]
     assert ATTACK.splitlines()[0] in inside and "It opened in 1902." in inside
@@ -50,7 +50,7 @@ def test_an_answer_cannot_start_a_line_of_its_own() -> None:
 
 
 def test_history_and_generated_text_stay_on_their_lines() -> None:
-    prompt = check_prompt("standalone", turn(2).generated, DOCUMENT, [turn(1)])
+    prompt = check_prompt("standalone", turn(2).generated, DocumentGroup.of(DOCUMENT), [turn(1)])
     conversation = prompt.split("The conversation so far:")[1]
     assert not any(line.strip() == "yes" for line in conversation.splitlines())
     assert sum(line.startswith("User: ") for line in conversation.splitlines()) == 1

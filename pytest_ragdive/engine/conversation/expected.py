@@ -21,7 +21,7 @@ from collections.abc import Collection, Sequence
 from pydantic import BaseModel, ConfigDict
 
 from ..base.metrics import MULTI_TURN_METRICS, ROLE_METRICS
-from ..base.models import Document, DocumentGroup, GeneratedTurn, RagAnswer, Turn
+from ..base.models import DocumentGroup, GeneratedTurn, RagAnswer, Turn
 from ..base.profile import RAGAS
 from ..base.templates import history_view, render
 from ..base.tokens import CHARS_PER_TOKEN, GENERATOR_REPLY, RAGAS_PROMPT, RAGAS_REPLY
@@ -77,12 +77,11 @@ class DialogueCalls(BaseModel):
 
 
 def expected_calls(
-    document: Document | DocumentGroup, *, turns: int, role: str, metrics: Sequence[str],
+    group: DocumentGroup, *, turns: int, role: str, metrics: Sequence[str],
     checks: Collection[str], rejected: float = REJECTED, contexts: int = CONTEXTS,
 ) -> DialogueCalls:
-    """The calls a ``turns``-turn dialogue in ``role`` about ``document`` makes, scored on
+    """The calls a ``turns``-turn dialogue in ``role`` about ``group`` makes, scored on
     ``metrics``, its validator model asked ``checks`` (:func:`.validator.model_checks`)."""
-    group = DocumentGroup.of(document)
     attempts = 1 / (1 - rejected)
     persona = registry.role(role).persona()
     held = [_turn(i) for i in range(1, turns + 1)]

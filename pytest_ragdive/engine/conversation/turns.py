@@ -45,7 +45,7 @@ async def next_turn(
     for attempt in range(conduct.max_regenerations + 1):
         report("generate")
         candidate = await generate_turn(
-            writer, document=group, role=role, history=dialogue.turns, feedback=feedback,
+            writer, group=group, role=role, history=dialogue.turns, feedback=feedback,
             seed=conduct.seed + attempt, opener=conduct.opener,
         )
         report("validate")
@@ -76,7 +76,7 @@ async def _judged(client: LLMClient, model: Model, group: DocumentGroup, dialogu
     """The validator model's verdict on ``candidate``; a model that gives no yes/no answer
     ends the dialogue, naming the fix."""
     try:
-        return await judge_turn(client, model, document=group, history=dialogue.turns,
+        return await judge_turn(client, model, group=group, history=dialogue.turns,
                                 candidate=candidate, checks=checks)
     except ReplyError as exc:
         raise DialogueError(

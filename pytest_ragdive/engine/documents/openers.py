@@ -68,13 +68,13 @@ def check_documents(openers: Sequence[Opener], documents: Sequence[Document], wh
                          f"{', '.join(sorted(known))})")
 
 
-def opener_for(openers: Sequence[Opener], document: Document | DocumentGroup,
-               seed: int) -> str | None:
-    """The first message of a dialogue about ``document`` (or a group) at ``seed``: one of
-    the openers of its documents, else of those naming no document; None when there is none."""
-    ids = {d.id for d in DocumentGroup.of(document).documents}
+def opener_for(openers: Sequence[Opener], group: DocumentGroup, seed: int) -> str | None:
+    """The first message of a dialogue about ``group`` (of one document or more) at
+    ``seed``: one of the openers of its documents, else of those naming no document; None
+    when there is none."""
+    ids = {d.id for d in group.documents}
     own = [o.message for o in openers if o.document in ids]
     pool = own or [o.message for o in openers if o.document is None]
     if not pool:
         return None
-    return random.Random(f"{document.id}|{seed}").choice(pool)
+    return random.Random(f"{group.id}|{seed}").choice(pool)

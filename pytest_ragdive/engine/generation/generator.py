@@ -9,7 +9,7 @@ from pydantic import BaseModel
 
 from ...llm.client import LLMClient
 from ...llm.model import Model
-from ..base.models import Document, DocumentGroup, GeneratedTurn, Turn
+from ..base.models import DocumentGroup, GeneratedTurn, Turn
 from ..base.profile import rewrites
 from ..base.templates import history_view, render
 from ..text.english import is_english
@@ -81,14 +81,14 @@ class Writer:
 async def generate_turn(
     writer: Writer,
     *,
-    document: Document | DocumentGroup,
+    group: DocumentGroup,
     role: Role,
     history: list[Turn],
     feedback: str = "",
     seed: int,
     opener: str | None = None,
 ) -> GeneratedTurn:
-    """The next turn about ``document`` (or a group of documents) given the accepted
+    """The next turn about ``group`` (of one document, or several) given the accepted
     ``history``, as ``role`` asks it.
 
     ``feedback`` is the validator's reason for rejecting the previous attempt at this
@@ -103,7 +103,6 @@ async def generate_turn(
     evidence (``source``): the model for turn 1, the plugin after it.
     """
     client, model, temperature = writer.client, writer.model, writer.temperature
-    group = DocumentGroup.of(document)
     if not history:
         return await _first_turn(writer, group, role, feedback, seed, opener)
     plan = role.plan(group, history, seed)

@@ -23,7 +23,6 @@ from ...llm.client import LLMClient
 from ...llm.model import Model
 from ..base import profile as profiles
 from ..base.models import (
-    Document,
     DocumentGroup,
     GeneratedTurn,
     RejectionCategory,
@@ -98,13 +97,12 @@ def model_checks(model: Model, setting: str) -> dict[str, float]:
                                     and profile.judgement(f"validator.{check}").informative)}
 
 
-def exact_verdict(candidate: GeneratedTurn, document: Document | DocumentGroup,
+def exact_verdict(candidate: GeneratedTurn, group: DocumentGroup,
                   history: list[Turn], *, role: Role, opener: bool = False) -> Validation:
     """The exact checks' verdict on ``candidate``, then ``role``'s own; about a group of
     documents, its evidence is checked against the document it names (:mod:`.sources`). A
     real user's first message (``opener``) is taken as it was written, naming what it
     names."""
-    group = DocumentGroup.of(document)
     skipped = role.skips(candidate) | (frozenset() if english(group) else ENGLISH_ONLY)
     found: dict[str, str | None] = {}
     if "evidence_in_source" not in skipped:
@@ -151,12 +149,11 @@ def _verdict(failed: dict[str, str], role: Role | None = None) -> Validation:
 
 
 def check_prompt(
-    check: str, candidate: GeneratedTurn, document: Document | DocumentGroup,
-    history: list[Turn],
+    check: str, candidate: GeneratedTurn, group: DocumentGroup, history: list[Turn],
 ) -> str:
     """The prompt of one check: the documents the turn's evidence is from (one shown as
     about a single document), the conversation, the turn and the question."""
-    shown = sources.documents_of(candidate, DocumentGroup.of(document))
+    shown = sources.documents_of(candidate, group)
     about = ({"group": True, "sources": [(d.id, d.text) for d in shown]} if len(shown) > 1
              else {"document": shown[0].text})
     return render("validator", history=history_view(history), candidate=candidate,
@@ -167,7 +164,7 @@ async def judge_turn(
     client: LLMClient,
     model: Model,
     *,
-    document: Document | DocumentGroup,
+    group: DocumentGroup,
     history: list[Turn],
     candidate: GeneratedTurn,
     checks: Mapping[str, float],
@@ -181,7 +178,7 @@ async def judge_turn(
              and not (c == "type_fits" and given)]
     answers = await asyncio.gather(*(
         client.yes_probability(
-            model, [{"role": "user", "content": check_prompt(c, candidate, document, history)}]
+            model, [{"role": "user", "content": check_prompt(c, candidate, group, history)}]
         )
         for c in asked
     ))
